@@ -1,0 +1,306 @@
+//! The command line: clap definitions (their doc comments are the help text), and one function
+//! per command that builds what it needs, calls the library, and prints.
+//!
+//! Exit policy, in one place: a command returns `Ok(code)`, or an error that is printed once on
+//! stderr (`acptap: ...` with its causes) and exits 2. `acptap run` exits with the agent's status.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use crate::inspect::{self, show};
+use crate::proxy::{self, RunOptions};
+use crate::record::queries::{self, ToolFilter};
+use crate::record::{Destination, Store};
+
+/// A byte-exact recording proxy for the Agent Client Protocol.
+///
+/// Put it where your editor launches the agent: `acptap run -- <agent command>`. It forwards every
+/// byte both ways unchanged and records the conversation into SQLite.
+#[derive(Debug, Parser)]
+#[command(name = "acptap", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an agent behind the recording proxy: `acptap run [OPTIONS] -- AGENT [ARGS...]`.
+    Run(RunArgs),
+    /// List recorded sessions, most recent first.
+    Sessions(SessionsArgs),
+    /// Show one session as a timeline: turns, agent text, tool calls, permission decisions.
+    Show(ShowArgs),
+    /// List tool calls, of one session or of all.
+    Tools(ToolsArgs),
+    /// Run a complete demo session (built-in client and agent) through the real proxy and show it.
+    Demo(DemoArgs),
+    /// The built-in demo agent: speaks ACP on stdin/stdout (used by `acptap demo`).
+    #[command(hide = true)]
+    DemoAgent,
+}
+
+/// Where recordings are.
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// The SQLite database [default: $XDG_DATA_HOME/acptap/acptap.db]
+    #[arg(long, env = "ACPTAP_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArgs {
+    pub fn path(&self) -> anyhow::Result<PathBuf> {
+        if let Some(path) = self.db.clone().filter(|p| !p.as_os_str().is_empty()) {
+            return Ok(path);
+        }
+        default_db_path().context(
+            "cannot find a place for the database: set --db, ACPTAP_DB, XDG_DATA_HOME or HOME",
+        )
+    }
+
+    fn open(&self) -> anyhow::Result<Store> {
+        Ok(Store::open_existing(&self.path()?)?)
+    }
+}
+
+/// `$XDG_DATA_HOME/acptap/acptap.db`, else `~/.local/share/acptap/acptap.db`.
+pub fn default_db_path() -> Option<PathBuf> {
+    let data_home = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+    Some(data_home.join("acptap").join("acptap.db"))
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A label stored with the recording, to find it again.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// Forward only: record nothing.
+    #[arg(long)]
+    pub no_record: bool,
+    /// Once the client has closed our stdin, how long the agent may take to exit before it gets
+    /// SIGTERM (then SIGKILL after the same time again). E.g. 5s, 500ms.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub grace: Duration,
+    /// The agent command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "AGENT")]
+    pub agent: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// How many sessions to list.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last`.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last` [default: all sessions]
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+    /// Only tool calls with this status (pending, in_progress, completed, failed, or custom).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only tool calls of this kind (read, edit, execute, ..., or custom).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// The SQLite database to record into [default: $ACPTAP_DB, else a new temporary file]
+    #[arg(long, env = "ACPTAP_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// `5s`, `500ms`, `2m`, or plain seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map(|i| text.split_at(i))
+        .unwrap_or((text, "s"));
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; write e.g. 5s or 500ms"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("unknown unit in `{text}`; use ms, s or m")),
+    };
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            // A closed stdout (`acptap sessions | head`) is not an error worth reporting.
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("acptap: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Logs go to stderr, never stdout (stdout is the protocol in proxy mode); `RUST_LOG` sets the
+/// level, warnings by default.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Run(args) => {
+            let destination = if args.no_record {
+                Destination::Nowhere
+            } else {
+                Destination::Database(args.db.path()?)
+            };
+            proxy::run(RunOptions {
+                agent: args.agent,
+                destination,
+                label: args.label,
+                eof_grace: args.grace,
+                kill_grace: args.grace,
+            })
+        }
+        Command::Sessions(args) => {
+            let store = args.db.open()?;
+            let sessions = queries::list_sessions(store.connection(), args.limit)?;
+            if args.json {
+                print_json(&sessions)?;
+            } else if sessions.is_empty() {
+                eprintln!("no session recorded in {}", args.db.path()?.display());
+            } else {
+                print(&inspect::render_sessions(&sessions))?;
+            }
+            Ok(0)
+        }
+        Command::Show(args) => {
+            let store = args.db.open()?;
+            let session = queries::resolve_session(store.connection(), &args.session)?;
+            let timeline = show::timeline(store.connection(), &session)?;
+            if args.json {
+                print_json(&timeline)?;
+            } else {
+                print(&show::render(&timeline))?;
+            }
+            Ok(0)
+        }
+        Command::Tools(args) => {
+            let store = args.db.open()?;
+            let session = args
+                .session
+                .as_deref()
+                .map(|s| queries::resolve_session(store.connection(), s))
+                .transpose()?;
+            let rows = queries::tool_calls(
+                store.connection(),
+                &ToolFilter {
+                    session,
+                    status: args.status,
+                    kind: args.kind,
+                },
+            )?;
+            if args.json {
+                print_json(&rows)?;
+            } else {
+                print(&inspect::render_tools(&rows))?;
+            }
+            Ok(0)
+        }
+        Command::Demo(args) => crate::demo::run_demo(args.db),
+        Command::DemoAgent => {
+            crate::demo::agent::run(std::io::stdin().lock(), std::io::stdout().lock())?;
+            Ok(0)
+        }
+    }
+}
+
+fn print(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    Ok(print(&text)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("soon").unwrap_err().contains("soon"));
+    }
+
+    #[test]
+    fn run_takes_the_agent_after_double_dash() {
+        let cli = Cli::try_parse_from(["acptap", "run", "--label", "x", "--", "agent", "--flag"])
+            .unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!()
+        };
+        assert_eq!(args.agent, vec!["agent", "--flag"]);
+        assert_eq!(args.label.as_deref(), Some("x"));
+    }
+}

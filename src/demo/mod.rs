@@ -1,0 +1,164 @@
+//! `acptap demo`: a complete recorded session with no editor and no model.
+//!
+//! The demo client here starts `acptap run -- acptap demo-agent` as a child process (so every
+//! byte goes through the real proxy, framing, recorder and database), drives one prompt turn,
+//! answers the agent's permission request, then prints the `show` view of what was recorded.
+
+pub mod agent;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use crate::inspect::show;
+use crate::record::Store;
+use crate::record::queries;
+
+pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
+    let db = match db.filter(|p| !p.as_os_str().is_empty()) {
+        Some(path) => path,
+        None => {
+            let dir = std::env::temp_dir().join(format!("acptap-demo-{}", std::process::id()));
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            dir.join("demo.db")
+        }
+    };
+    let exe = std::env::current_exe().context("cannot find the acptap executable")?;
+    let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
+    let mut proxy = Command::new(&exe)
+        .arg("run")
+        .arg("--db")
+        .arg(&db)
+        .args(["--label", "demo", "--"])
+        .arg(&exe)
+        .arg("demo-agent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("cannot start `acptap run` for the demo")?;
+    let mut to_agent = proxy.stdin.take().expect("piped");
+    let mut from_agent = BufReader::new(proxy.stdout.take().expect("piped"));
+
+    let mut call = |id: u64, method: &str, params: Value| -> anyhow::Result<Value> {
+        send(
+            &mut to_agent,
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )?;
+        loop {
+            let message = receive(&mut from_agent)?.with_context(|| {
+                format!("the agent closed its output before answering {method}")
+            })?;
+            match (
+                message.get("method").and_then(Value::as_str),
+                message.get("id"),
+            ) {
+                (Some(request), Some(request_id)) => {
+                    let answer = answer_agent_request(request, message.get("params"));
+                    send(
+                        &mut to_agent,
+                        &json!({"jsonrpc": "2.0", "id": request_id, "result": answer}),
+                    )?;
+                }
+                (None, Some(reply_id)) if reply_id == &json!(id) => {
+                    if let Some(error) = message.get("error") {
+                        bail!("the agent answered {method} with an error: {error}");
+                    }
+                    return Ok(message.get("result").cloned().unwrap_or(Value::Null));
+                }
+                _ => {} // notifications: recorded by the proxy, nothing to do here
+            }
+        }
+    };
+    call(
+        0,
+        "initialize",
+        json!({
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
+            "clientInfo": {"name": "acptap-demo-client", "version": env!("CARGO_PKG_VERSION")},
+        }),
+    )?;
+    let session = call(1, "session/new", json!({"cwd": cwd, "mcpServers": []}))?;
+    let session_id = session
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .context("the agent's session/new answer has no sessionId")?
+        .to_owned();
+    call(
+        2,
+        "session/prompt",
+        json!({
+            "sessionId": session_id,
+            "prompt": [{"type": "text", "text": "Fix the TODO in this project and run the tests."}],
+        }),
+    )?;
+    drop(to_agent); // end of the session: the proxy closes the agent's stdin
+    let status = proxy.wait()?;
+    if !status.success() {
+        bail!("`acptap run` ended with {status}");
+    }
+
+    let store = Store::open_existing(&db)?;
+    let session = queries::resolve_session(store.connection(), &session_id)?;
+    let timeline = show::timeline(store.connection(), &session)?;
+    let mut out = std::io::stdout().lock();
+    write!(out, "{}", show::render(&timeline))?;
+    writeln!(out, "\nRecorded into {}", db.display())?;
+    writeln!(
+        out,
+        "Look further: acptap tools --db {}   (or: acptap show last --json --db ...)",
+        db.display()
+    )
+    .ok();
+    Ok(0)
+}
+
+/// The demo client's answers: allow once when asked, and nothing else is offered.
+fn answer_agent_request(method: &str, params: Option<&Value>) -> Value {
+    match method {
+        "session/request_permission" => {
+            let option = params
+                .and_then(|p| p.get("options"))
+                .and_then(Value::as_array)
+                .and_then(|options| {
+                    options
+                        .iter()
+                        .find(|o| o.get("kind").and_then(Value::as_str) == Some("allow_once"))
+                })
+                .and_then(|o| o.get("optionId").cloned());
+            match option {
+                Some(option_id) => {
+                    json!({"outcome": {"outcome": "selected", "optionId": option_id}})
+                }
+                None => json!({"outcome": {"outcome": "cancelled"}}),
+            }
+        }
+        _ => Value::Null,
+    }
+}
+
+fn send(to: &mut impl Write, message: &Value) -> anyhow::Result<()> {
+    let mut line = serde_json::to_vec(message)?;
+    line.push(b'\n');
+    to.write_all(&line)?;
+    to.flush()?;
+    Ok(())
+}
+
+fn receive(from: &mut impl BufRead) -> anyhow::Result<Option<Value>> {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if from.read_until(b'\n', &mut line)? == 0 {
+            return Ok(None);
+        }
+        if let Ok(value) = serde_json::from_slice(&line) {
+            return Ok(Some(value));
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Rendering recordings for people (`sessions`, `show`, `tools`) and for scripts (`--json`).
+//! The data comes from `record::queries`; this module only shapes and prints it.
+
+pub mod show;
+
+use std::fmt::Write as _;
+
+use crate::record::queries::{SessionSummary, ToolCallRow};
+
+/// `2026-11-21 12:03:04` (UTC) from microseconds since the epoch.
+pub fn format_time(us: i64) -> String {
+    let secs = us.div_euclid(1_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// `850ms`, `12.3s`, `2m05s`.
+pub fn format_duration(us: i64) -> String {
+    let ms = us / 1000;
+    match ms {
+        _ if us < 1000 => format!("{us}µs"),
+        0..=999 => format!("{ms}ms"),
+        1000..=59_999 => format!("{:.1}s", ms as f64 / 1000.0),
+        _ => format!("{}m{:02}s", ms / 60_000, ms % 60_000 / 1000),
+    }
+}
+
+/// Cuts `text` to `max` characters on one line.
+pub fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let flat = flat.trim();
+    if flat.chars().count() <= max {
+        flat.to_owned()
+    } else {
+        let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+pub fn render_sessions(sessions: &[SessionSummary]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<38} {:>5} {:<19} {:<22} {:>5} {:>5} {:>5}  LABEL",
+        "SESSION", "CONN", "STARTED (UTC)", "AGENT", "TURNS", "TOOLS", "PERMS"
+    );
+    for s in sessions {
+        let mut label = s.label.clone().unwrap_or_default();
+        if !s.complete && s.connection_ended_at.is_some() {
+            label.push_str(" [incomplete]");
+        } else if s.connection_ended_at.is_none() {
+            label.push_str(" [live]");
+        }
+        let _ = writeln!(
+            out,
+            "{:<38} {:>5} {:<19} {:<22} {:>5} {:>5} {:>5}  {}",
+            s.session_id,
+            s.connection_id,
+            format_time(s.created_at),
+            one_line(&s.agent, 22),
+            s.turns,
+            s.tool_calls,
+            s.permission_requests,
+            label.trim()
+        );
+    }
+    out
+}
+
+pub fn render_tools(rows: &[ToolCallRow]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<12} {:<28} {:<10} {:<11} {:>8} {:>4}  TITLE",
+        "SESSION", "TOOL CALL", "KIND", "STATUS", "TIME", "UPD"
+    );
+    for t in rows {
+        let _ = writeln!(
+            out,
+            "{:<12} {:<28} {:<10} {:<11} {:>8} {:>4}  {}",
+            one_line(&t.session_id, 12),
+            one_line(&t.tool_call_id, 28),
+            one_line(t.kind.as_deref().unwrap_or("-"), 10),
+            one_line(t.status.as_deref().unwrap_or("-"), 11),
+            t.duration_us()
+                .map(format_duration)
+                .unwrap_or_else(|| "-".into()),
+            t.update_count,
+            one_line(t.title.as_deref().unwrap_or(""), 60),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_times_and_durations() {
+        assert_eq!(format_time(0), "1970-01-01 00:00:00");
+        assert_eq!(format_time(1_795_262_584_000_000), "2026-11-21 09:23:04");
+        assert_eq!(format_duration(850), "850µs");
+        assert_eq!(format_duration(12_345), "12ms");
+        assert_eq!(format_duration(12_345_000), "12.3s");
+        assert_eq!(format_duration(125_000_000), "2m05s");
+    }
+
+    #[test]
+    fn one_line_flattens_and_cuts() {
+        assert_eq!(one_line("a\nb", 10), "a b");
+        assert_eq!(one_line("abcdefghijkl", 5), "abcd…");
+    }
+}

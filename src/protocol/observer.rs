@@ -1,0 +1,462 @@
+//! Turns the stream of parsed lines into what the recorder materialises: sessions, prompt turns,
+//! tool calls and permission decisions.
+//!
+//! Pure and sans-IO: [`Observer::observe`] takes one parsed line and returns [`Fact`]s; the
+//! recorder stores them. It sees a copy of the traffic and can never alter or delay forwarding.
+//!
+//! # Correlation
+//!
+//! Each direction has its own id space (both peers count from 0). A response is paired with the
+//! request of the same id (compared as JSON text, so `1` and `"1"` differ) that went the other
+//! way. Requests are remembered by the sequence number of their line, which is how the store
+//! finds the row a response completes.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::message::{Direction, Message, MessageKind};
+use super::toolcall::{ToolCall, UpdateKind};
+
+/// Something learned from one line, for the store.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fact {
+    /// The client's `initialize` request.
+    ClientInitialize {
+        protocol_version: Option<Value>,
+        client_info: Option<Value>,
+    },
+    /// The agent's answer to `initialize`.
+    AgentInitialize {
+        protocol_version: Option<Value>,
+        agent_info: Option<Value>,
+    },
+    /// A session exists: from `session/new`'s answer, `session/load`, or an id seen in traffic.
+    Session {
+        session_id: String,
+        cwd: Option<String>,
+        origin: &'static str,
+    },
+    TurnStarted {
+        session_id: Option<String>,
+    },
+    TurnEnded {
+        request_seq: i64,
+        stop_reason: Option<String>,
+        error: Option<String>,
+    },
+    /// The client sent `session/cancel`.
+    CancelRequested {
+        session_id: Option<String>,
+    },
+    /// A tool call's state after a message that touched it.
+    ToolCall {
+        session_id: String,
+        tool_call_id: String,
+        how: UpdateKind,
+        created: bool,
+        changed: Vec<&'static str>,
+        state: ToolCall,
+    },
+    PermissionRequested {
+        session_id: Option<String>,
+        tool_call_id: Option<String>,
+        options: Option<Value>,
+    },
+    PermissionDecided {
+        request_seq: i64,
+        outcome: String,
+        option_id: Option<String>,
+        option_kind: Option<String>,
+        decided_by: &'static str,
+    },
+}
+
+/// A request waiting for its response.
+#[derive(Debug, Clone)]
+struct Pending {
+    method: String,
+    seq: i64,
+    /// What the response needs from the request: the cwd of `session/new`, the options of a
+    /// permission request.
+    params: Option<Value>,
+}
+
+/// What the observer adds to a line's own fields.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    /// For a response: the method of the request it answers.
+    pub method: Option<String>,
+    /// For a response: the sequence number of the request it answers.
+    pub reply_to_seq: Option<i64>,
+    /// For a response: the session its request was about.
+    pub session_id: Option<String>,
+    pub facts: Vec<Fact>,
+}
+
+#[derive(Debug, Default)]
+pub struct Observer {
+    pending: HashMap<(Direction, String), Pending>,
+    sessions: HashSet<String>,
+    tool_calls: HashMap<(String, String), ToolCall>,
+}
+
+impl Observer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Observes one line, numbered `seq`, that went `direction`.
+    pub fn observe(&mut self, direction: Direction, seq: i64, msg: &Message) -> Observed {
+        let mut out = Observed::default();
+        if let Some(session_id) = msg.session_id() {
+            self.note_session(session_id, None, "seen", &mut out.facts);
+        }
+        match msg.kind {
+            MessageKind::Request => self.request(direction, seq, msg, &mut out),
+            MessageKind::Notification => self.notification(direction, msg, &mut out.facts),
+            MessageKind::Response => self.response(direction, msg, &mut out),
+            _ => {}
+        }
+        out
+    }
+
+    fn note_session(
+        &mut self,
+        session_id: &str,
+        cwd: Option<String>,
+        origin: &'static str,
+        facts: &mut Vec<Fact>,
+    ) {
+        // A known session is announced again only when there is something new to say.
+        if self.sessions.insert(session_id.to_owned()) || origin != "seen" {
+            facts.push(Fact::Session {
+                session_id: session_id.to_owned(),
+                cwd,
+                origin,
+            });
+        }
+    }
+
+    fn request(&mut self, direction: Direction, seq: i64, msg: &Message, out: &mut Observed) {
+        let (Some(id), Some(method)) = (&msg.id, &msg.method) else {
+            return;
+        };
+        let params = msg.params();
+        let mut keep_params = false;
+        match (direction, method.as_str()) {
+            (Direction::ClientToAgent, "initialize") => out.facts.push(Fact::ClientInitialize {
+                protocol_version: field(params, "protocolVersion"),
+                client_info: field(params, "clientInfo"),
+            }),
+            (Direction::ClientToAgent, "session/new") => keep_params = true,
+            (Direction::ClientToAgent, "session/load") => {
+                if let Some(session_id) = msg.session_id() {
+                    let cwd = str_field(params, "cwd");
+                    self.note_session(session_id, cwd, "load", &mut out.facts);
+                }
+            }
+            (Direction::ClientToAgent, "session/prompt") => out.facts.push(Fact::TurnStarted {
+                session_id: msg.session_id().map(str::to_owned),
+            }),
+            (Direction::AgentToClient, "session/request_permission") => {
+                keep_params = true;
+                let tool_call = params.and_then(|p| p.get("toolCall"));
+                let tool_call_id = tool_call
+                    .and_then(|t| t.get("toolCallId"))
+                    .and_then(Value::as_str);
+                if let (Some(session_id), Some(Value::Object(update))) =
+                    (msg.session_id(), tool_call)
+                {
+                    self.tool_call(
+                        session_id,
+                        update,
+                        UpdateKind::PermissionRequest,
+                        &mut out.facts,
+                    );
+                }
+                out.facts.push(Fact::PermissionRequested {
+                    session_id: msg.session_id().map(str::to_owned),
+                    tool_call_id: tool_call_id.map(str::to_owned),
+                    options: field(params, "options"),
+                });
+            }
+            _ => {}
+        }
+        self.pending.insert(
+            (direction, id.clone()),
+            Pending {
+                method: method.clone(),
+                seq,
+                params: if keep_params { params.cloned() } else { None },
+            },
+        );
+    }
+
+    fn notification(&mut self, direction: Direction, msg: &Message, facts: &mut Vec<Fact>) {
+        match (direction, msg.method.as_deref()) {
+            (Direction::AgentToClient, Some("session/update")) => {
+                let (Some(session_id), Some(Value::Object(update))) =
+                    (msg.session_id(), msg.params().and_then(|p| p.get("update")))
+                else {
+                    return;
+                };
+                let how = update
+                    .get("sessionUpdate")
+                    .and_then(Value::as_str)
+                    .and_then(UpdateKind::from_session_update);
+                if let Some(how) = how {
+                    self.tool_call(session_id, update, how, facts);
+                }
+            }
+            (Direction::ClientToAgent, Some("session/cancel")) => {
+                facts.push(Fact::CancelRequested {
+                    session_id: msg.session_id().map(str::to_owned),
+                })
+            }
+            _ => {}
+        }
+    }
+
+    fn tool_call(
+        &mut self,
+        session_id: &str,
+        update: &Map<String, Value>,
+        how: UpdateKind,
+        facts: &mut Vec<Fact>,
+    ) {
+        let Some(tool_call_id) = update.get("toolCallId").and_then(Value::as_str) else {
+            return;
+        };
+        let key = (session_id.to_owned(), tool_call_id.to_owned());
+        let (state, created, changed) = match self.tool_calls.get_mut(&key) {
+            Some(state) => {
+                let changed = state.apply(update, how);
+                (state.clone(), false, changed)
+            }
+            None => {
+                let (state, changed) = ToolCall::create(update, how);
+                self.tool_calls.insert(key, state.clone());
+                (state, true, changed)
+            }
+        };
+        facts.push(Fact::ToolCall {
+            session_id: session_id.to_owned(),
+            tool_call_id: tool_call_id.to_owned(),
+            how,
+            created,
+            changed,
+            state,
+        });
+    }
+
+    fn response(&mut self, direction: Direction, msg: &Message, out: &mut Observed) {
+        let Some(id) = &msg.id else { return };
+        let Some(request) = self.pending.remove(&(direction.reverse(), id.clone())) else {
+            return;
+        };
+        out.method = Some(request.method.clone());
+        out.reply_to_seq = Some(request.seq);
+        let result = msg.result();
+        let error = msg.error().map(|e| {
+            e.get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| e.to_string())
+        });
+        let params = request.params.as_ref();
+        match request.method.as_str() {
+            "initialize" if direction == Direction::AgentToClient => {
+                out.facts.push(Fact::AgentInitialize {
+                    protocol_version: field(result, "protocolVersion"),
+                    agent_info: field(result, "agentInfo"),
+                })
+            }
+            "session/new" => {
+                if let Some(session_id) = result
+                    .and_then(|r| r.get("sessionId"))
+                    .and_then(Value::as_str)
+                {
+                    let cwd = str_field(params, "cwd");
+                    self.note_session(session_id, cwd, "new", &mut out.facts);
+                }
+            }
+            "session/prompt" => out.facts.push(Fact::TurnEnded {
+                request_seq: request.seq,
+                stop_reason: str_field(result, "stopReason"),
+                error,
+            }),
+            "session/request_permission" if direction == Direction::ClientToAgent => {
+                out.session_id = str_field(params, "sessionId");
+                let outcome = result.and_then(|r| r.get("outcome"));
+                let outcome_name = match (str_field(outcome, "outcome"), &error) {
+                    (Some(name), _) => name,
+                    (None, Some(_)) => "error".to_owned(),
+                    (None, None) => "unknown".to_owned(),
+                };
+                let option_id = str_field(outcome, "optionId");
+                let option_kind = option_id.as_deref().and_then(|chosen| {
+                    params?
+                        .get("options")?
+                        .as_array()?
+                        .iter()
+                        .find(|o| o.get("optionId").and_then(Value::as_str) == Some(chosen))
+                        .and_then(|o| o.get("kind"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                });
+                let decided_by = if outcome_name == "cancelled" {
+                    "cancelled"
+                } else {
+                    "client"
+                };
+                out.facts.push(Fact::PermissionDecided {
+                    request_seq: request.seq,
+                    outcome: outcome_name,
+                    option_id,
+                    option_kind,
+                    decided_by,
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
+fn field(object: Option<&Value>, name: &str) -> Option<Value> {
+    object.and_then(|o| o.get(name)).cloned()
+}
+
+fn str_field(object: Option<&Value>, name: &str) -> Option<String> {
+    object
+        .and_then(|o| o.get(name))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::message::parse_line;
+
+    fn run(lines: &[(Direction, &str)]) -> Vec<Observed> {
+        let mut observer = Observer::new();
+        lines
+            .iter()
+            .enumerate()
+            .map(|(seq, (dir, line))| {
+                observer.observe(*dir, seq as i64, &parse_line(line.as_bytes()))
+            })
+            .collect()
+    }
+
+    const C2A: Direction = Direction::ClientToAgent;
+    const A2C: Direction = Direction::AgentToClient;
+
+    #[test]
+    fn same_id_in_both_directions_is_paired_by_direction() {
+        let out = run(&[
+            (
+                C2A,
+                r#"{"id":2,"method":"session/prompt","params":{"sessionId":"s"}}"#,
+            ),
+            (
+                A2C,
+                r#"{"id":2,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[{"optionId":"ok","kind":"allow_once"}]}}"#,
+            ),
+            (
+                C2A,
+                r#"{"id":2,"result":{"outcome":{"outcome":"selected","optionId":"ok"}}}"#,
+            ),
+            (A2C, r#"{"id":2,"result":{"stopReason":"end_turn"}}"#),
+        ]);
+        assert_eq!(out[2].reply_to_seq, Some(1));
+        assert_eq!(out[2].method.as_deref(), Some("session/request_permission"));
+        assert!(out[2].facts.contains(&Fact::PermissionDecided {
+            request_seq: 1,
+            outcome: "selected".into(),
+            option_id: Some("ok".into()),
+            option_kind: Some("allow_once".into()),
+            decided_by: "client",
+        }));
+        assert_eq!(out[3].reply_to_seq, Some(0));
+        assert!(out[3].facts.contains(&Fact::TurnEnded {
+            request_seq: 0,
+            stop_reason: Some("end_turn".into()),
+            error: None
+        }));
+    }
+
+    #[test]
+    fn numeric_and_string_ids_do_not_pair() {
+        let out = run(&[
+            (C2A, r#"{"id":1,"method":"session/prompt","params":{}}"#),
+            (A2C, r#"{"id":"1","result":{}}"#),
+        ]);
+        assert_eq!(out[1].reply_to_seq, None);
+    }
+
+    #[test]
+    fn permission_request_creates_the_tool_call_before_any_tool_call_update() {
+        let out = run(&[
+            (
+                A2C,
+                r#"{"id":"u","method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t","kind":"edit","title":"Edit"},"options":[]}}"#,
+            ),
+            (
+                A2C,
+                r#"{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","status":"in_progress"}}}"#,
+            ),
+        ]);
+        let Fact::ToolCall { created, state, .. } = &out[0].facts[1] else {
+            panic!("{:?}", out[0].facts)
+        };
+        assert!(created);
+        assert_eq!(state.text("kind").as_deref(), Some("edit"));
+        let Fact::ToolCall {
+            created,
+            state,
+            changed,
+            ..
+        } = &out[1].facts[0]
+        else {
+            panic!()
+        };
+        assert!(!created);
+        assert_eq!(changed, &vec!["status"]);
+        assert_eq!(state.text("title").as_deref(), Some("Edit"));
+    }
+
+    #[test]
+    fn cancelled_outcome_is_decided_by_cancellation() {
+        let out = run(&[
+            (
+                A2C,
+                r#"{"id":0,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[]}}"#,
+            ),
+            (
+                C2A,
+                r#"{"id":0,"result":{"outcome":{"outcome":"cancelled"}}}"#,
+            ),
+        ]);
+        assert!(
+            matches!(&out[1].facts[0], Fact::PermissionDecided { decided_by: "cancelled", outcome, .. } if outcome == "cancelled")
+        );
+    }
+
+    #[test]
+    fn session_new_answer_creates_the_session_with_the_requested_cwd() {
+        let out = run(&[
+            (
+                C2A,
+                r#"{"id":1,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}"#,
+            ),
+            (A2C, r#"{"id":1,"result":{"sessionId":"abc"}}"#),
+        ]);
+        assert!(out[1].facts.contains(&Fact::Session {
+            session_id: "abc".into(),
+            cwd: Some("/p".into()),
+            origin: "new"
+        }));
+    }
+}

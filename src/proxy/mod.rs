@@ -1,0 +1,297 @@
+//! `acptap run`: the proxy between a client (our stdin/stdout) and the agent (a child process).
+//!
+//! ```text
+//! our stdin ──► pump(c2a) ──► writer ──► agent stdin
+//! our stdout ◄── writer ◄── pump(a2c) ◄── agent stdout
+//! our stderr ◄────────────── pump(stderr) ◄── agent stderr
+//!                 every pump ──► recorder thread ──► SQLite
+//! ```
+//!
+//! Threads, not an async runtime: the data path is three blocking copies and two writers, each a
+//! plain loop over `read`/`write`, which is as fast as a pipe gets and easy to follow. The main
+//! thread only supervises: it waits for events (a signal, the client's EOF, the agent's exit) and
+//! applies the lifecycle rules of `lifecycle.rs`.
+
+pub mod framing;
+pub mod lifecycle;
+pub mod pump;
+
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::process::ExitStatus;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGKILL, SIGTERM};
+
+use crate::protocol::Direction;
+use crate::record::{
+    ConnectionEnd, ConnectionStart, Destination, Recorder, RecorderHandle, now_us,
+};
+use pump::{Forward, pump, spawn_writer};
+
+/// After the agent exits, how long its stdout and stderr may take to reach end of input (a child
+/// of the agent may still hold them) before the rest of its process group is killed.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+/// At the end, how long the client may take to read what the agent last wrote.
+const CLIENT_WRITE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// How `acptap run` is configured.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub agent: Vec<String>,
+    pub destination: Destination,
+    pub label: Option<String>,
+    /// After the client closes our stdin, how long the agent may take to exit on its own before
+    /// it gets SIGTERM.
+    pub eof_grace: Duration,
+    /// After SIGTERM (ours or forwarded), how long the agent may take before it gets SIGKILL.
+    pub kill_grace: Duration,
+}
+
+enum Event {
+    Signal(i32),
+    ClientEof,
+    AgentExited(std::io::Result<ExitStatus>),
+    AgentOutputClosed(Direction),
+}
+
+/// What the supervisor is waiting for next, if the agent does not exit first.
+enum Escalation {
+    None,
+    /// The client is gone: SIGTERM at this instant.
+    Terminate(Instant),
+    /// SIGTERM was sent: SIGKILL at this instant.
+    Kill(Instant),
+}
+
+/// Runs the proxy until the agent is gone. Returns the exit code to exit with.
+pub fn run(options: RunOptions) -> anyhow::Result<i32> {
+    let mut child = lifecycle::spawn_agent(&options.agent).with_context(|| {
+        format!(
+            "cannot start the agent `{}`; check the command after `--`",
+            options.agent.join(" ")
+        )
+    })?;
+    let pid = child.id();
+    let recorder = Recorder::start(
+        options.destination.clone(),
+        ConnectionStart {
+            label: options.label.clone(),
+            command: options.agent.clone(),
+            cwd: std::env::current_dir()
+                .ok()
+                .map(|d| d.to_string_lossy().into_owned()),
+            pid: Some(pid),
+            started_at: now_us(),
+        },
+    );
+    let (events_tx, events) = channel();
+    let signals = forward_signals(events_tx.clone())?;
+
+    // Duplicates of our stdio, so the pumps own plain files and Rust's buffered handles stay out
+    // of the data path.
+    let stdin = File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let stdout = File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
+    let stderr = File::from(std::io::stderr().as_fd().try_clone_to_owned()?);
+    let agent_stdin = child.stdin.take().expect("piped");
+    let agent_stdout = child.stdout.take().expect("piped");
+    let agent_stderr = child.stderr.take().expect("piped");
+
+    let (to_agent, agent_writer) = spawn_writer("agent-stdin", agent_stdin);
+    let (to_client, client_writer) = spawn_writer("stdout", stdout);
+    let recorder_handle = recorder.handle();
+    spawn_pump(
+        stdin,
+        Direction::ClientToAgent,
+        Forward::Sink(to_agent),
+        &recorder_handle,
+        events_tx.clone(),
+        Event::ClientEof,
+    );
+    spawn_pump(
+        agent_stdout,
+        Direction::AgentToClient,
+        Forward::Sink(to_client),
+        &recorder_handle,
+        events_tx.clone(),
+        Event::AgentOutputClosed(Direction::AgentToClient),
+    );
+    spawn_pump(
+        agent_stderr,
+        Direction::Stderr,
+        Forward::Direct(Box::new(stderr)),
+        &recorder_handle,
+        events_tx.clone(),
+        Event::AgentOutputClosed(Direction::Stderr),
+    );
+    std::thread::Builder::new()
+        .name("acptap-wait".into())
+        .spawn(move || {
+            let _ = events_tx.send(Event::AgentExited(child.wait()));
+        })?;
+
+    let mut outputs = OpenOutputs {
+        stdout: true,
+        stderr: true,
+    };
+    let status = supervise(&events, pid, &options, &mut outputs);
+    let OpenOutputs {
+        stdout: mut stdout_open,
+        stderr: mut stderr_open,
+    } = outputs;
+    let drain_deadline = Instant::now() + DRAIN_AFTER_EXIT;
+    let mut killed_leftovers = false;
+    while stdout_open || stderr_open {
+        let left = drain_deadline.saturating_duration_since(Instant::now());
+        match events.recv_timeout(left) {
+            Ok(Event::AgentOutputClosed(Direction::AgentToClient)) => stdout_open = false,
+            Ok(Event::AgentOutputClosed(_)) => stderr_open = false,
+            Ok(_) => {}
+            Err(_) if !killed_leftovers => {
+                // Something the agent started still holds its stdout or stderr open.
+                lifecycle::signal_group(pid, SIGKILL);
+                killed_leftovers = true;
+            }
+            Err(_) => break,
+        }
+    }
+    signals.close();
+    // The stdout pump ended and dropped its sender: the writer finishes what is queued and ends.
+    if !stdout_open {
+        join_within(client_writer, CLIENT_WRITE_PATIENCE);
+    }
+    drop(agent_writer);
+
+    let (exit_code, exit_signal) = match &status {
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            (lifecycle::exit_code(*status), status.signal())
+        }
+        Err(_) => (1, None),
+    };
+    let report = recorder.finish(ConnectionEnd {
+        ended_at: now_us(),
+        exit_code: Some(exit_code),
+        exit_signal,
+        lost_messages: 0,
+    });
+    if report.lost > 0 {
+        eprintln!(
+            "acptap: {} line(s) could not be recorded{}",
+            report.lost,
+            report
+                .connection_id
+                .map(|id| format!(" (connection {id} is marked incomplete)"))
+                .unwrap_or_default()
+        );
+    }
+    status.context("cannot wait for the agent")?;
+    Ok(exit_code)
+}
+
+/// Which of the agent's output streams have not reached end of input yet.
+struct OpenOutputs {
+    stdout: bool,
+    stderr: bool,
+}
+
+/// Waits until the agent exits, passing signals on and ending an agent that outlives its client.
+fn supervise(
+    events: &Receiver<Event>,
+    pid: u32,
+    options: &RunOptions,
+    outputs: &mut OpenOutputs,
+) -> std::io::Result<ExitStatus> {
+    let mut escalation = Escalation::None;
+    loop {
+        let event = match escalation {
+            Escalation::None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Escalation::Terminate(at) | Escalation::Kill(at) => {
+                events.recv_timeout(at.saturating_duration_since(Instant::now()))
+            }
+        };
+        match event {
+            Ok(Event::AgentExited(status)) => return status,
+            Ok(Event::Signal(signal)) => {
+                // Passed on, every time: real clients send two, and the agent decides what a
+                // second one means. If it does not exit, it is killed after the grace period.
+                lifecycle::signal_group(pid, signal);
+                if !matches!(escalation, Escalation::Kill(_)) {
+                    escalation = Escalation::Kill(Instant::now() + options.kill_grace);
+                }
+            }
+            Ok(Event::ClientEof) => {
+                if matches!(escalation, Escalation::None) {
+                    escalation = Escalation::Terminate(Instant::now() + options.eof_grace);
+                }
+            }
+            Ok(Event::AgentOutputClosed(Direction::AgentToClient)) => outputs.stdout = false,
+            Ok(Event::AgentOutputClosed(_)) => outputs.stderr = false,
+            Err(RecvTimeoutError::Timeout) => match escalation {
+                Escalation::Terminate(_) => {
+                    lifecycle::signal_group(pid, SIGTERM);
+                    escalation = Escalation::Kill(Instant::now() + options.kill_grace);
+                }
+                _ => {
+                    lifecycle::signal_group(pid, SIGKILL);
+                    escalation = Escalation::None;
+                }
+            },
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(std::io::Error::other("the agent's waiter thread is gone"));
+            }
+        }
+    }
+}
+
+/// Waits for a thread, but not forever: a peer that stopped reading must not keep acptap alive.
+fn join_within(thread: std::thread::JoinHandle<()>, patience: Duration) {
+    let deadline = Instant::now() + patience;
+    while !thread.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if thread.is_finished() {
+        let _ = thread.join();
+    }
+}
+
+fn spawn_pump(
+    input: impl std::io::Read + Send + 'static,
+    direction: Direction,
+    forward: Forward,
+    recorder: &RecorderHandle,
+    events: Sender<Event>,
+    on_end: Event,
+) {
+    let recorder = recorder.clone();
+    std::thread::Builder::new()
+        .name(format!("acptap-pump-{}", direction.as_str()))
+        .spawn(move || {
+            if let Err(e) = pump(input, direction, forward, &recorder) {
+                tracing::debug!("{} stream ended with an error: {e}", direction.as_str());
+            }
+            let _ = events.send(on_end);
+        })
+        .expect("spawn a pump thread");
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP (so acptap outlives them until the agent is gone) and
+/// turns them into events.
+fn forward_signals(events: Sender<Event>) -> anyhow::Result<signal_hook::iterator::Handle> {
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .context("cannot install signal handlers")?;
+    let handle = signals.handle();
+    std::thread::Builder::new()
+        .name("acptap-signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if events.send(Event::Signal(signal)).is_err() {
+                    break;
+                }
+            }
+        })?;
+    Ok(handle)
+}

@@ -1,0 +1,298 @@
+//! The recorder: one thread that owns the SQLite connection.
+//!
+//! The forwarding threads hand it each line through [`RecorderHandle::record`] (a lossless,
+//! byte-bounded queue, see `queue.rs`); the thread parses the line, runs it through the
+//! [`Observer`], and stores the line and the facts in batched transactions: everything that is
+//! waiting is written in one transaction (at most [`MAX_BATCH`] lines), so a quiet session commits
+//! each line at once and a busy one amortises the commit.
+//!
+//! # Invariant: recording never stops the session
+//!
+//! If the database cannot be opened, the recorder says so once on stderr and keeps draining the
+//! queue, counting what it could not record. If a write fails because another process holds the
+//! lock, the batch is kept and retried; any other failure drops the batch, counts its lines, and
+//! says so once. The connection's row then gets `complete = 0` and `lost_messages`.
+
+pub mod queries;
+mod queue;
+pub mod store;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+
+use crate::protocol::{Direction, MessageKind, Observer, parse_line};
+use queue::{ByteBoundedQueue, ByteSize, RECORD_BUFFER_BYTES};
+use store::MessageRow;
+pub use store::{ConnectionEnd, ConnectionStart, Store, StoreError};
+
+/// Lines written in one transaction at most: bounds the time one commit holds the write lock
+/// that other acptap processes share.
+pub const MAX_BATCH: usize = 1000;
+
+/// A batch that keeps failing because the database is locked is retried this often.
+const RETRY_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Lines kept for retry while the database is locked; beyond this they are counted as lost, so a
+/// database locked for good cannot grow acptap's memory without bound.
+const MAX_PENDING_LINES: usize = 200_000;
+
+/// How long the final flush keeps retrying a locked database at exit.
+const FINAL_FLUSH_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Microseconds since the Unix epoch.
+pub fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+/// A line as read from one of the three streams.
+#[derive(Debug)]
+pub struct Line {
+    pub seq: i64,
+    pub ts: i64,
+    pub direction: Direction,
+    /// The exact bytes, line ending included (only the head of a truncated line).
+    pub raw: Bytes,
+    /// The line's length on the wire: more than `raw.len()` when it was truncated.
+    pub size: i64,
+    pub truncated: bool,
+}
+
+enum Item {
+    Line(Line),
+    End(ConnectionEnd),
+}
+
+impl ByteSize for Item {
+    fn size(&self) -> usize {
+        match self {
+            Item::Line(line) => line.raw.len(),
+            Item::End(_) => 0,
+        }
+    }
+}
+
+/// What the forwarding threads hold: cheap to clone, and `record` is the only thing they call.
+#[derive(Clone)]
+pub struct RecorderHandle {
+    queue: Arc<ByteBoundedQueue<Item>>,
+}
+
+impl RecorderHandle {
+    /// Hands a line to the recorder, numbering it in the order lines reach the recorder. Call it
+    /// before forwarding the line, so a response can never be recorded before its request.
+    /// Waits only if the recorder is [`RECORD_BUFFER_BYTES`] behind.
+    pub fn record(&self, direction: Direction, ts: i64, raw: Bytes, size: i64) {
+        self.queue.push_numbered(raw.len(), |number| {
+            Item::Line(Line {
+                seq: number as i64,
+                ts,
+                direction,
+                truncated: size > raw.len() as i64,
+                raw,
+                size,
+            })
+        });
+    }
+}
+
+/// What the recorder achieved, reported when it stops.
+#[derive(Debug, Default)]
+pub struct RecorderReport {
+    pub connection_id: Option<i64>,
+    pub recorded: i64,
+    pub lost: i64,
+}
+
+pub struct Recorder {
+    handle: RecorderHandle,
+    thread: JoinHandle<RecorderReport>,
+}
+
+/// Where to record, or nowhere (`--no-record`).
+#[derive(Debug, Clone)]
+pub enum Destination {
+    Database(PathBuf),
+    Nowhere,
+}
+
+impl Recorder {
+    /// Starts the recorder thread. Opening the database happens on that thread, so a slow or
+    /// locked database never delays the start of forwarding.
+    pub fn start(destination: Destination, start: ConnectionStart) -> Recorder {
+        let queue = Arc::new(ByteBoundedQueue::new(RECORD_BUFFER_BYTES));
+        let thread = {
+            let queue = queue.clone();
+            std::thread::Builder::new()
+                .name("acptap-recorder".into())
+                .spawn(move || run(destination, start, &queue))
+                .expect("spawn the recorder thread")
+        };
+        Recorder {
+            handle: RecorderHandle { queue },
+            thread,
+        }
+    }
+
+    pub fn handle(&self) -> RecorderHandle {
+        self.handle.clone()
+    }
+
+    /// Records how the connection ended, writes everything still queued, and stops.
+    pub fn finish(self, end: ConnectionEnd) -> RecorderReport {
+        self.handle.queue.push(Item::End(end));
+        self.handle.queue.close();
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+struct Sink {
+    store: Option<(Store, i64)>,
+    pending: Vec<MessageRow>,
+    report: RecorderReport,
+    warned: bool,
+}
+
+impl Sink {
+    fn warn_once(&mut self, what: &str) {
+        if !std::mem::replace(&mut self.warned, true) {
+            eprintln!("acptap: {what}; forwarding continues, the recording will be incomplete");
+        }
+    }
+
+    fn lose_pending(&mut self) {
+        self.report.lost += self.pending.len() as i64;
+        self.pending.clear();
+    }
+
+    /// Tries to write what is pending. Returns whether something is still pending (to retry).
+    fn flush(&mut self) -> bool {
+        if self.pending.is_empty() {
+            return false;
+        }
+        let Some((store, connection_id)) = self.store.as_mut() else {
+            self.lose_pending();
+            return false;
+        };
+        match store.write_batch(*connection_id, &self.pending) {
+            Ok(()) => {
+                self.report.recorded += self.pending.len() as i64;
+                self.pending.clear();
+                false
+            }
+            Err(e) if e.is_busy() && self.pending.len() < MAX_PENDING_LINES => true,
+            Err(e) => {
+                self.warn_once(&format!("cannot write to the database: {e}"));
+                self.lose_pending();
+                false
+            }
+        }
+    }
+}
+
+fn run(
+    destination: Destination,
+    start: ConnectionStart,
+    queue: &ByteBoundedQueue<Item>,
+) -> RecorderReport {
+    let mut sink = Sink {
+        store: None,
+        pending: Vec::new(),
+        report: RecorderReport::default(),
+        warned: false,
+    };
+    if let Destination::Database(path) = &destination {
+        match Store::open(path).and_then(|mut s| s.begin_connection(&start).map(|id| (s, id))) {
+            Ok((store, id)) => {
+                sink.report.connection_id = Some(id);
+                sink.store = Some((store, id));
+            }
+            Err(e) => sink.warn_once(&format!(
+                "recording disabled: {e} (choose a writable path with --db or ACPTAP_DB)"
+            )),
+        }
+    }
+    let recording = sink.store.is_some();
+    let mut observer = Observer::new();
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut end = None;
+    let mut retrying = false;
+    loop {
+        let timeout = retrying.then_some(RETRY_INTERVAL);
+        if !queue.pop_batch(MAX_BATCH, &mut batch, timeout) {
+            break;
+        }
+        for item in batch.drain(..) {
+            match item {
+                Item::Line(line) if recording => sink.pending.push(observe(&mut observer, line)),
+                Item::Line(_) => sink.report.lost += 1,
+                Item::End(e) => end = Some(e),
+            }
+        }
+        retrying = sink.flush();
+        if retrying && timeout.is_some() {
+            std::thread::sleep(RETRY_INTERVAL / 2);
+        }
+    }
+    let deadline = std::time::Instant::now() + FINAL_FLUSH_PATIENCE;
+    while sink.flush() {
+        if std::time::Instant::now() > deadline {
+            sink.warn_once("the database stayed locked at exit");
+            sink.lose_pending();
+            break;
+        }
+        std::thread::sleep(RETRY_INTERVAL);
+    }
+    if let (Some((store, id)), Some(mut end)) = (sink.store.as_mut(), end) {
+        end.lost_messages = sink.report.lost;
+        if let Err(e) = store.end_connection(*id, &end) {
+            eprintln!("acptap: cannot mark the end of connection {id} in the database: {e}");
+        }
+    }
+    sink.report
+}
+
+/// Parses one line and runs it through the observer.
+fn observe(observer: &mut Observer, line: Line) -> MessageRow {
+    let (kind, msg) = match line.direction {
+        Direction::Stderr => (MessageKind::Stderr, None),
+        _ if line.truncated => (MessageKind::Invalid, None),
+        _ => {
+            let msg = parse_line(&line.raw);
+            (msg.kind, Some(msg))
+        }
+    };
+    let observed = msg
+        .as_ref()
+        .map(|m| observer.observe(line.direction, line.seq, m))
+        .unwrap_or_default();
+    MessageRow {
+        seq: line.seq,
+        ts: line.ts,
+        direction: line.direction.as_str(),
+        kind: kind.as_str(),
+        rpc_id: msg.as_ref().and_then(|m| m.id.clone()),
+        method: msg
+            .as_ref()
+            .and_then(|m| m.method.clone())
+            .or(observed.method),
+        session_id: msg
+            .as_ref()
+            .and_then(|m| m.session_id().map(str::to_owned))
+            .or(observed.session_id),
+        tool_call_id: msg
+            .as_ref()
+            .and_then(|m| m.tool_call_id().map(str::to_owned)),
+        reply_to_seq: observed.reply_to_seq,
+        raw: line.raw,
+        size: line.size,
+        truncated: line.truncated,
+        facts: observed.facts,
+    }
+}

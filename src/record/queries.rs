@@ -1,0 +1,373 @@
+//! Read-side queries for the inspection commands (`sessions`, `show`, `tools`). Plain rows out;
+//! rendering is `inspect/`'s business.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("no session matches `{0}`; `acptap sessions` lists them")]
+    NoSuchSession(String),
+    #[error("`{spec}` matches several sessions ({}); give more of the id", candidates.join(", "))]
+    Ambiguous {
+        spec: String,
+        candidates: Vec<String>,
+    },
+    #[error("the database holds no session yet; record one with `acptap run` or `acptap demo`")]
+    NoSessions,
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+}
+
+/// A session as recorded by one connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionRef {
+    pub connection_id: i64,
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSummary {
+    pub session_id: String,
+    pub connection_id: i64,
+    pub label: Option<String>,
+    pub agent: String,
+    pub command: Vec<String>,
+    pub cwd: Option<String>,
+    pub origin: String,
+    pub created_at: i64,
+    pub connection_ended_at: Option<i64>,
+    pub exit_code: Option<i32>,
+    pub complete: bool,
+    pub lost_messages: i64,
+    pub protocol_version: Option<Value>,
+    pub turns: i64,
+    pub tool_calls: i64,
+    pub permission_requests: i64,
+}
+
+const SESSION_SUMMARY_SQL: &str = "
+    SELECT s.session_id, s.connection_id, c.label, c.agent_info, c.command, s.cwd, s.origin,
+           s.created_at, c.ended_at, c.exit_code, c.complete, c.lost_messages, c.protocol_version,
+           (SELECT count(*) FROM prompt_turns t
+             WHERE t.connection_id = s.connection_id AND t.session_id = s.session_id),
+           (SELECT count(*) FROM tool_calls k
+             WHERE k.connection_id = s.connection_id AND k.session_id = s.session_id),
+           (SELECT count(*) FROM permission_requests p
+             WHERE p.connection_id = s.connection_id AND p.session_id = s.session_id)
+    FROM sessions s JOIN connections c ON c.id = s.connection_id";
+
+fn parse_json(text: Option<String>) -> Option<Value> {
+    text.and_then(|t| serde_json::from_str(&t).ok())
+}
+
+fn session_summary(row: &Row) -> rusqlite::Result<SessionSummary> {
+    let agent_info = parse_json(row.get(3)?);
+    let command: Vec<String> = row
+        .get::<_, String>(4)
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    let agent = agent_info
+        .as_ref()
+        .and_then(|i| {
+            let name = i.get("title").or_else(|| i.get("name"))?.as_str()?;
+            let version = i.get("version").and_then(Value::as_str);
+            Some(match version {
+                Some(v) => format!("{name} {v}"),
+                None => name.to_owned(),
+            })
+        })
+        .or_else(|| command.first().cloned())
+        .unwrap_or_else(|| "?".to_owned());
+    Ok(SessionSummary {
+        session_id: row.get(0)?,
+        connection_id: row.get(1)?,
+        label: row.get(2)?,
+        agent,
+        command,
+        cwd: row.get(5)?,
+        origin: row.get(6)?,
+        created_at: row.get(7)?,
+        connection_ended_at: row.get(8)?,
+        exit_code: row.get(9)?,
+        complete: row.get(10)?,
+        lost_messages: row.get(11)?,
+        protocol_version: parse_json(row.get(12)?),
+        turns: row.get(13)?,
+        tool_calls: row.get(14)?,
+        permission_requests: row.get(15)?,
+    })
+}
+
+/// The most recent sessions first.
+pub fn list_sessions(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<SessionSummary>> {
+    conn.prepare(&format!(
+        "{SESSION_SUMMARY_SQL} ORDER BY s.created_at DESC, s.id DESC LIMIT ?1"
+    ))?
+    .query_map([limit as i64], session_summary)?
+    .collect()
+}
+
+pub fn session_summary_of(
+    conn: &Connection,
+    session: &SessionRef,
+) -> rusqlite::Result<SessionSummary> {
+    conn.query_row(
+        &format!("{SESSION_SUMMARY_SQL} WHERE s.connection_id = ?1 AND s.session_id = ?2"),
+        params![session.connection_id, session.session_id],
+        session_summary,
+    )
+}
+
+/// Finds a session by `last`, its whole id, or a unique prefix of it. A session id recorded by
+/// several connections (a `session/load`) means its latest recording.
+pub fn resolve_session(conn: &Connection, spec: &str) -> Result<SessionRef, QueryError> {
+    let latest = |sql: &str, arg: &str| -> rusqlite::Result<Option<SessionRef>> {
+        conn.query_row(sql, [arg], |r| {
+            Ok(SessionRef {
+                connection_id: r.get(0)?,
+                session_id: r.get(1)?,
+            })
+        })
+        .optional()
+    };
+    if spec == "last" {
+        return latest(
+            "SELECT connection_id, session_id FROM sessions WHERE ?1 = ?1
+             ORDER BY created_at DESC, id DESC LIMIT 1",
+            spec,
+        )?
+        .ok_or(QueryError::NoSessions);
+    }
+    if let Some(found) = latest(
+        "SELECT connection_id, session_id FROM sessions WHERE session_id = ?1
+         ORDER BY created_at DESC, id DESC LIMIT 1",
+        spec,
+    )? {
+        return Ok(found);
+    }
+    let candidates: Vec<String> = conn
+        .prepare(
+            "SELECT DISTINCT session_id FROM sessions
+             WHERE substr(session_id, 1, length(?1)) = ?1 ORDER BY session_id LIMIT 10",
+        )?
+        .query_map([spec], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    match candidates.as_slice() {
+        [] => Err(QueryError::NoSuchSession(spec.to_owned())),
+        [one] => resolve_session(conn, one),
+        _ => Err(QueryError::Ambiguous {
+            spec: spec.to_owned(),
+            candidates,
+        }),
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Turn {
+    pub request_seq: i64,
+    pub response_seq: Option<i64>,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub duration_us: Option<i64>,
+    pub stop_reason: Option<String>,
+    pub error: Option<String>,
+    pub cancel_requested_at: Option<i64>,
+}
+
+pub fn turns(conn: &Connection, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
+    conn.prepare(
+        "SELECT request_seq, response_seq, started_at, ended_at, duration_us, stop_reason, error,
+                cancel_requested_at
+         FROM prompt_turns WHERE connection_id = ?1 AND session_id = ?2 ORDER BY request_seq",
+    )?
+    .query_map(params![session.connection_id, session.session_id], |r| {
+        Ok(Turn {
+            request_seq: r.get(0)?,
+            response_seq: r.get(1)?,
+            started_at: r.get(2)?,
+            ended_at: r.get(3)?,
+            duration_us: r.get(4)?,
+            stop_reason: r.get(5)?,
+            error: r.get(6)?,
+            cancel_requested_at: r.get(7)?,
+        })
+    })?
+    .collect()
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolCallRow {
+    pub connection_id: i64,
+    pub session_id: String,
+    pub tool_call_id: String,
+    pub title: Option<String>,
+    pub kind: Option<String>,
+    pub status: Option<String>,
+    pub content: Option<Value>,
+    pub locations: Option<Value>,
+    pub raw_input: Option<Value>,
+    pub raw_output: Option<Value>,
+    pub created_by: String,
+    pub first_seen_at: i64,
+    pub last_updated_at: i64,
+    pub update_count: i64,
+    /// The seq of the message that created it.
+    pub first_seq: Option<i64>,
+}
+
+impl ToolCallRow {
+    /// From first sight to last update, once the call has finished.
+    pub fn duration_us(&self) -> Option<i64> {
+        matches!(self.status.as_deref(), Some("completed" | "failed"))
+            .then_some(self.last_updated_at - self.first_seen_at)
+    }
+
+    /// Every path the call touches: its locations and the paths of its diffs.
+    pub fn paths(&self) -> Vec<String> {
+        let mut paths: Vec<String> = Vec::new();
+        let items = self
+            .locations
+            .iter()
+            .chain(self.content.iter())
+            .filter_map(Value::as_array)
+            .flatten();
+        for item in items {
+            if let Some(p) = item.get("path").and_then(Value::as_str) {
+                if !paths.iter().any(|known| known == p) {
+                    paths.push(p.to_owned());
+                }
+            }
+        }
+        paths
+    }
+}
+
+/// Which tool calls `tools` lists.
+#[derive(Debug, Clone, Default)]
+pub struct ToolFilter {
+    pub session: Option<SessionRef>,
+    pub status: Option<String>,
+    pub kind: Option<String>,
+}
+
+pub fn tool_calls(conn: &Connection, filter: &ToolFilter) -> rusqlite::Result<Vec<ToolCallRow>> {
+    let session = filter.session.as_ref();
+    conn.prepare(
+        "SELECT k.connection_id, k.session_id, k.tool_call_id, k.title, k.kind, k.status, k.content,
+                k.locations, k.raw_input, k.raw_output, k.created_by, k.first_seen_at,
+                k.last_updated_at, k.update_count,
+                (SELECT min(m.seq) FROM tool_call_events e JOIN messages m ON m.id = e.message_id
+                  WHERE e.tool_call_row = k.id)
+         FROM tool_calls k
+         WHERE (?1 IS NULL OR k.connection_id = ?1) AND (?2 IS NULL OR k.session_id = ?2)
+           AND (?3 IS NULL OR k.status = ?3) AND (?4 IS NULL OR k.kind = ?4)
+         ORDER BY k.first_seen_at, k.id",
+    )?
+    .query_map(
+        params![
+            session.map(|s| s.connection_id),
+            session.map(|s| &s.session_id),
+            filter.status,
+            filter.kind
+        ],
+        |r| {
+            Ok(ToolCallRow {
+                connection_id: r.get(0)?,
+                session_id: r.get(1)?,
+                tool_call_id: r.get(2)?,
+                title: r.get(3)?,
+                kind: r.get(4)?,
+                status: r.get(5)?,
+                content: parse_json(r.get(6)?),
+                locations: parse_json(r.get(7)?),
+                raw_input: parse_json(r.get(8)?),
+                raw_output: parse_json(r.get(9)?),
+                created_by: r.get(10)?,
+                first_seen_at: r.get(11)?,
+                last_updated_at: r.get(12)?,
+                update_count: r.get(13)?,
+                first_seq: r.get(14)?,
+            })
+        },
+    )?
+    .collect()
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PermissionRow {
+    pub tool_call_id: Option<String>,
+    pub request_seq: i64,
+    pub requested_at: i64,
+    pub decided_at: Option<i64>,
+    pub decision_us: Option<i64>,
+    pub options: Option<Value>,
+    pub outcome: Option<String>,
+    pub option_id: Option<String>,
+    pub option_kind: Option<String>,
+    pub decided_by: Option<String>,
+    pub policy_rule: Option<String>,
+}
+
+pub fn permission_requests(
+    conn: &Connection,
+    session: &SessionRef,
+) -> rusqlite::Result<Vec<PermissionRow>> {
+    conn.prepare(
+        "SELECT tool_call_id, request_seq, requested_at, decided_at, decision_us, options, outcome,
+                option_id, option_kind, decided_by, policy_rule
+         FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2 ORDER BY request_seq",
+    )?
+    .query_map(params![session.connection_id, session.session_id], |r| {
+        Ok(PermissionRow {
+            tool_call_id: r.get(0)?,
+            request_seq: r.get(1)?,
+            requested_at: r.get(2)?,
+            decided_at: r.get(3)?,
+            decision_us: r.get(4)?,
+            options: parse_json(r.get(5)?),
+            outcome: r.get(6)?,
+            option_id: r.get(7)?,
+            option_kind: r.get(8)?,
+            decided_by: r.get(9)?,
+            policy_rule: r.get(10)?,
+        })
+    })?
+    .collect()
+}
+
+/// A recorded line of a session, for rendering its text.
+#[derive(Debug, Clone)]
+pub struct SessionLine {
+    pub seq: i64,
+    pub ts: i64,
+    pub direction: String,
+    pub kind: String,
+    pub method: Option<String>,
+    pub raw: Vec<u8>,
+}
+
+/// The session's notifications and requests (not responses), in order.
+pub fn session_lines(
+    conn: &Connection,
+    session: &SessionRef,
+) -> rusqlite::Result<Vec<SessionLine>> {
+    conn.prepare(
+        "SELECT seq, ts, direction, kind, method, raw FROM messages
+         WHERE connection_id = ?1 AND session_id = ?2 AND kind IN ('request', 'notification')
+         ORDER BY seq",
+    )?
+    .query_map(params![session.connection_id, session.session_id], |r| {
+        Ok(SessionLine {
+            seq: r.get(0)?,
+            ts: r.get(1)?,
+            direction: r.get(2)?,
+            kind: r.get(3)?,
+            method: r.get(4)?,
+            raw: r.get(5)?,
+        })
+    })?
+    .collect()
+}

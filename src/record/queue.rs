@@ -1,0 +1,160 @@
+//! The bounded queue between the forwarding threads and the recorder thread.
+//!
+//! # Invariant: lossless, bounded by bytes
+//!
+//! Every record pushed is delivered, in order. The queue holds at most [`RECORD_BUFFER_BYTES`] of
+//! line bytes: when the recorder falls that far behind, `push` waits, and so forwarding slows
+//! down rather than dropping a record. A single record larger than the whole budget is still
+//! accepted once the queue is empty, so a 64 MiB line cannot deadlock it.
+//!
+//! The byte budget is why this is not `std::sync::mpsc::sync_channel`: a bound on the number of
+//! items would let a few huge lines take gigabytes.
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// How far the recorder may fall behind before forwarding waits: generous, so that a burst
+/// (a whole file read back in `_meta`, a long streamed answer) never slows the session.
+pub const RECORD_BUFFER_BYTES: usize = 16 * 1024 * 1024;
+
+/// Something that knows its size in bytes, as counted against the budget.
+pub trait ByteSize {
+    fn size(&self) -> usize;
+}
+
+pub struct ByteBoundedQueue<T> {
+    state: Mutex<State<T>>,
+    not_empty: Condvar,
+    not_full: Condvar,
+    capacity: usize,
+}
+
+struct State<T> {
+    items: VecDeque<T>,
+    bytes: usize,
+    closed: bool,
+    /// Items ever pushed: numbers items in queue order.
+    pushed: u64,
+}
+
+impl<T: ByteSize> ByteBoundedQueue<T> {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            state: Mutex::new(State {
+                items: VecDeque::new(),
+                bytes: 0,
+                closed: false,
+                pushed: 0,
+            }),
+            not_empty: Condvar::new(),
+            not_full: Condvar::new(),
+            capacity,
+        }
+    }
+
+    /// Adds an item, waiting while the queue is over its byte budget.
+    pub fn push(&self, item: T) {
+        self.push_numbered(item.size(), |_| item);
+    }
+
+    /// Adds the item `make` builds from its number in queue order (0, 1, 2, ...), so that several
+    /// producers get numbers that match the order the consumer sees. `size` is the item's size.
+    pub fn push_numbered(&self, size: usize, make: impl FnOnce(u64) -> T) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while !state.items.is_empty() && state.bytes + size > self.capacity {
+            state = self.not_full.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        let item = make(state.pushed);
+        state.pushed += 1;
+        state.bytes += size;
+        state.items.push_back(item);
+        drop(state);
+        self.not_empty.notify_one();
+    }
+
+    /// No more items will be pushed; `pop_batch` returns what is left, then nothing.
+    pub fn close(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.not_empty.notify_all();
+    }
+
+    /// Waits for at least one item, then takes up to `max` items. Returns `false` once the queue
+    /// is closed and drained. With a `timeout`, it may also return `true` with nothing taken.
+    pub fn pop_batch(&self, max: usize, into: &mut Vec<T>, timeout: Option<Duration>) -> bool {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while state.items.is_empty() && !state.closed {
+            state = match deadline {
+                None => self
+                    .not_empty
+                    .wait(state)
+                    .unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return true;
+                    }
+                    self.not_empty
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+        if state.items.is_empty() {
+            return false;
+        }
+        let n = state.items.len().min(max);
+        let mut taken = 0;
+        for item in state.items.drain(..n) {
+            taken += item.size();
+            into.push(item);
+        }
+        state.bytes -= taken;
+        drop(state);
+        self.not_full.notify_all();
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    impl ByteSize for Vec<u8> {
+        fn size(&self) -> usize {
+            self.len()
+        }
+    }
+
+    #[test]
+    fn delivers_everything_in_order_under_a_tiny_budget() {
+        let queue = Arc::new(ByteBoundedQueue::<Vec<u8>>::new(10));
+        let producer = {
+            let queue = queue.clone();
+            std::thread::spawn(move || {
+                for i in 0..1000u32 {
+                    queue.push(i.to_le_bytes().to_vec());
+                }
+                queue.push(vec![7; 100]); // larger than the budget: still accepted
+                queue.close();
+            })
+        };
+        let mut got = Vec::new();
+        loop {
+            let mut batch = Vec::new();
+            if !queue.pop_batch(64, &mut batch, None) {
+                break;
+            }
+            got.extend(batch);
+        }
+        producer.join().unwrap();
+        assert_eq!(got.len(), 1001);
+        for (i, item) in got.iter().take(1000).enumerate() {
+            assert_eq!(item, &(i as u32).to_le_bytes().to_vec());
+        }
+        assert_eq!(got[1000].len(), 100);
+    }
+}

@@ -1,0 +1,457 @@
+//! The only file with SQL that writes: opening (and migrating) the database, and storing lines
+//! and what the observer learned from them.
+//!
+//! Read-side queries for the inspection commands live in `queries.rs`.
+
+use std::fs::{DirBuilder, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, Transaction, params};
+use rusqlite_migration::{M, Migrations};
+use serde_json::Value;
+
+use crate::protocol::Fact;
+
+/// How long a write waits for another process's transaction before giving up for this batch
+/// (it is then retried): several acptap processes may record into one file.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Every migration, in order. A new file in `migrations/` must be added here; a unit test checks
+/// that none is missing.
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error(
+        "no database at {0}: record a session first with `acptap run` or `acptap demo`, or point --db / ACPTAP_DB at one"
+    )]
+    Missing(PathBuf),
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+}
+
+impl StoreError {
+    /// Another process holds the write lock: worth retrying.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, StoreError::Sql(e) if matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        ))
+    }
+}
+
+/// What is known of a connection when the proxy starts.
+#[derive(Debug, Clone)]
+pub struct ConnectionStart {
+    pub label: Option<String>,
+    pub command: Vec<String>,
+    pub cwd: Option<String>,
+    pub pid: Option<u32>,
+    pub started_at: i64,
+}
+
+/// How a connection ended.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectionEnd {
+    pub ended_at: i64,
+    pub exit_code: Option<i32>,
+    pub exit_signal: Option<i32>,
+    pub lost_messages: i64,
+}
+
+/// One line to store, with what the observer made of it.
+#[derive(Debug, Clone)]
+pub struct MessageRow {
+    pub seq: i64,
+    pub ts: i64,
+    pub direction: &'static str,
+    pub kind: &'static str,
+    pub rpc_id: Option<String>,
+    pub method: Option<String>,
+    pub session_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub reply_to_seq: Option<i64>,
+    pub raw: bytes::Bytes,
+    pub size: i64,
+    pub truncated: bool,
+    pub facts: Vec<Fact>,
+}
+
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Opens the database at `path` for recording, creating it (mode 0600, its directory 0700)
+    /// and bringing its schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |source: Box<dyn std::error::Error + Send + Sync>| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.exists() {
+                DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|e| open_err(e.into()))?;
+            }
+        }
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| open_err(e.into()))?;
+        let conn = Connection::open(path).map_err(|e| open_err(e.into()))?;
+        Self::prepare(conn).map_err(open_err)
+    }
+
+    /// Opens an existing database for the inspection commands (it is migrated if older).
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_owned()));
+        }
+        Self::open(path)
+    }
+
+    fn prepare(mut conn: Connection) -> Result<Store, Box<dyn std::error::Error + Send + Sync>> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // WAL lets readers and one writer work at once; NORMAL is durable across a crash of
+        // acptap (not of the machine), which is what a recording needs.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrations().to_latest(&mut conn)?;
+        Ok(Store { conn })
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub fn begin_connection(&mut self, start: &ConnectionStart) -> Result<i64, StoreError> {
+        self.conn.execute(
+            "INSERT INTO connections (label, command, cwd, pid, proxy_pid, started_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                start.label,
+                serde_json::to_string(&start.command).unwrap_or_default(),
+                start.cwd,
+                start.pid,
+                std::process::id(),
+                start.started_at,
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn end_connection(
+        &mut self,
+        connection_id: i64,
+        end: &ConnectionEnd,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE connections SET ended_at = ?2, exit_code = ?3, exit_signal = ?4,
+                 lost_messages = lost_messages + ?5, complete = (lost_messages + ?5 = 0)
+             WHERE id = ?1",
+            params![
+                connection_id,
+                end.ended_at,
+                end.exit_code,
+                end.exit_signal,
+                end.lost_messages
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores a batch of lines, with everything learned from them, in one transaction.
+    pub fn write_batch(
+        &mut self,
+        connection_id: i64,
+        rows: &[MessageRow],
+    ) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        for row in rows {
+            let message_id = insert_message(&tx, connection_id, row)?;
+            for fact in &row.facts {
+                store_fact(&tx, connection_id, row, message_id, fact)?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+pub(crate) fn migrations() -> Migrations<'static> {
+    Migrations::new(MIGRATIONS.iter().map(|sql| M::up(sql)).collect())
+}
+
+fn insert_message(tx: &Transaction, connection_id: i64, row: &MessageRow) -> rusqlite::Result<i64> {
+    tx.prepare_cached(
+        "INSERT INTO messages (connection_id, seq, ts, direction, kind, rpc_id, method, session_id,
+             tool_call_id, reply_to_seq, raw, size, truncated)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )?
+    .execute(params![
+        connection_id,
+        row.seq,
+        row.ts,
+        row.direction,
+        row.kind,
+        row.rpc_id,
+        row.method,
+        row.session_id,
+        row.tool_call_id,
+        row.reply_to_seq,
+        &row.raw[..],
+        row.size,
+        row.truncated,
+    ])?;
+    Ok(tx.last_insert_rowid())
+}
+
+fn json(value: &Option<Value>) -> Option<String> {
+    value.as_ref().map(Value::to_string)
+}
+
+fn store_fact(
+    tx: &Transaction,
+    connection_id: i64,
+    row: &MessageRow,
+    message_id: i64,
+    fact: &Fact,
+) -> rusqlite::Result<()> {
+    match fact {
+        Fact::ClientInitialize {
+            protocol_version,
+            client_info,
+        } => {
+            tx.prepare_cached(
+                "UPDATE connections SET client_info = ?2,
+                     protocol_version = COALESCE(protocol_version, ?3) WHERE id = ?1",
+            )?
+            .execute(params![
+                connection_id,
+                json(client_info),
+                json(protocol_version)
+            ])?;
+        }
+        Fact::AgentInitialize {
+            protocol_version,
+            agent_info,
+        } => {
+            tx.prepare_cached(
+                "UPDATE connections SET agent_info = ?2,
+                     protocol_version = COALESCE(?3, protocol_version) WHERE id = ?1",
+            )?
+            .execute(params![
+                connection_id,
+                json(agent_info),
+                json(protocol_version)
+            ])?;
+        }
+        Fact::Session {
+            session_id,
+            cwd,
+            origin,
+        } => {
+            tx.prepare_cached(
+                "INSERT INTO sessions (connection_id, session_id, cwd, origin, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (connection_id, session_id) DO UPDATE SET
+                     cwd = COALESCE(excluded.cwd, cwd),
+                     origin = CASE excluded.origin WHEN 'seen' THEN origin ELSE excluded.origin END",
+            )?
+            .execute(params![connection_id, session_id, cwd, origin, row.ts])?;
+        }
+        Fact::TurnStarted { session_id } => {
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO prompt_turns (connection_id, session_id, request_seq, started_at)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![connection_id, session_id, row.seq, row.ts])?;
+        }
+        Fact::TurnEnded {
+            request_seq,
+            stop_reason,
+            error,
+        } => {
+            tx.prepare_cached(
+                "UPDATE prompt_turns SET response_seq = ?3, ended_at = ?4, duration_us = ?4 - started_at,
+                     stop_reason = ?5, error = ?6
+                 WHERE connection_id = ?1 AND request_seq = ?2",
+            )?
+            .execute(params![connection_id, request_seq, row.seq, row.ts, stop_reason, error])?;
+        }
+        Fact::CancelRequested { session_id } => {
+            tx.prepare_cached(
+                "UPDATE prompt_turns SET cancel_requested_at = COALESCE(cancel_requested_at, ?3)
+                 WHERE connection_id = ?1 AND session_id IS ?2 AND ended_at IS NULL",
+            )?
+            .execute(params![connection_id, session_id, row.ts])?;
+        }
+        Fact::ToolCall {
+            session_id,
+            tool_call_id,
+            how,
+            changed,
+            state,
+            ..
+        } => {
+            let text = |name| state.text(name);
+            let js = |name| state.get(name).map(Value::to_string);
+            let tool_call_row: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO tool_calls (connection_id, session_id, tool_call_id, title, kind, status,
+                         content, locations, raw_input, raw_output, created_by, first_seen_at,
+                         last_updated_at, update_count)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, 1)
+                     ON CONFLICT (connection_id, session_id, tool_call_id) DO UPDATE SET
+                         title = excluded.title, kind = excluded.kind, status = excluded.status,
+                         content = excluded.content, locations = excluded.locations,
+                         raw_input = excluded.raw_input, raw_output = excluded.raw_output,
+                         last_updated_at = excluded.last_updated_at,
+                         update_count = update_count + 1
+                     RETURNING id",
+                )?
+                .query_row(
+                    params![
+                        connection_id,
+                        session_id,
+                        tool_call_id,
+                        text("title"),
+                        text("kind"),
+                        text("status"),
+                        js("content"),
+                        js("locations"),
+                        js("rawInput"),
+                        js("rawOutput"),
+                        how.as_str(),
+                        row.ts,
+                    ],
+                    |r| r.get(0),
+                )?;
+            if !changed.is_empty() {
+                tx.prepare_cached(
+                    "INSERT INTO tool_call_events (tool_call_row, message_id, ts, update_kind, changed, status)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?
+                .execute(params![
+                    tool_call_row,
+                    message_id,
+                    row.ts,
+                    how.as_str(),
+                    serde_json::to_string(changed).unwrap_or_default(),
+                    text("status"),
+                ])?;
+            }
+        }
+        Fact::PermissionRequested {
+            session_id,
+            tool_call_id,
+            options,
+        } => {
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO permission_requests (connection_id, session_id, tool_call_id,
+                     request_seq, request_message_id, requested_at, options)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                connection_id,
+                session_id,
+                tool_call_id,
+                row.seq,
+                message_id,
+                row.ts,
+                json(options),
+            ])?;
+        }
+        Fact::PermissionDecided {
+            request_seq,
+            outcome,
+            option_id,
+            option_kind,
+            decided_by,
+        } => {
+            tx.prepare_cached(
+                "UPDATE permission_requests SET response_message_id = ?3, decided_at = ?4,
+                     decision_us = ?4 - requested_at, outcome = ?5, option_id = ?6, option_kind = ?7,
+                     decided_by = ?8
+                 WHERE connection_id = ?1 AND request_seq = ?2",
+            )?
+            .execute(params![
+                connection_id,
+                request_seq,
+                message_id,
+                row.ts,
+                outcome,
+                option_id,
+                option_kind,
+                decided_by,
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_valid() {
+        migrations().validate().expect("migrations apply cleanly");
+    }
+
+    #[test]
+    fn every_migration_file_is_embedded() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        let files = std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "sql")
+            })
+            .count();
+        assert_eq!(
+            files,
+            MIGRATIONS.len(),
+            "add the new migration to MIGRATIONS"
+        );
+    }
+
+    #[test]
+    fn open_creates_private_file_and_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("nested/dir/acptap.db");
+        Store::open(&path).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+    }
+
+    #[test]
+    fn open_existing_names_the_missing_file() {
+        let err = Store::open_existing(Path::new("/nonexistent/acptap.db"))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("/nonexistent/acptap.db"), "{err}");
+    }
+}
