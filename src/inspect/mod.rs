@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn formats_times_and_durations() {
         assert_eq!(format_time(0), "1970-01-01 00:00:00");
-        assert_eq!(format_time(1_795_262_584_000_000), "2026-11-21 09:23:04");
+        assert_eq!(format_time(1_795_262_584_000_000), "2026-11-21 12:03:04");
         assert_eq!(format_duration(850), "850µs");
         assert_eq!(format_duration(12_345), "12ms");
         assert_eq!(format_duration(12_345_000), "12.3s");

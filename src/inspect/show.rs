@@ -166,10 +166,10 @@ fn show_tool_call(
     tool_calls: &HashMap<String, ToolCallRow>,
     shown: &mut HashSet<String>,
 ) {
-    if let Some(call) = id.and_then(|id| tool_calls.get(id)) {
-        if shown.insert(call.tool_call_id.clone()) {
-            view.items.push(Item::ToolCall(call.clone()));
-        }
+    if let Some(call) = id.and_then(|id| tool_calls.get(id))
+        && shown.insert(call.tool_call_id.clone())
+    {
+        view.items.push(Item::ToolCall(call.clone()));
     }
 }
 

@@ -56,7 +56,7 @@ pub enum Fact {
         how: UpdateKind,
         created: bool,
         changed: Vec<&'static str>,
-        state: ToolCall,
+        state: Box<ToolCall>,
     },
     PermissionRequested {
         session_id: Option<String>,
@@ -246,7 +246,7 @@ impl Observer {
             how,
             created,
             changed,
-            state,
+            state: Box::new(state),
         });
     }
 

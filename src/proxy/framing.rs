@@ -159,20 +159,19 @@ impl LineFramer {
 
     /// At end of input: whatever is left, which has no `\n`.
     pub fn finish(&mut self) -> Option<Piece> {
+        self.scanned = 0;
+        if std::mem::take(&mut self.in_long_line) {
+            // Even with nothing left, the over-long line needs its ending piece.
+            return Some(Piece::LongPart {
+                bytes: self.buf.split().freeze(),
+                first: false,
+                ends_line: true,
+            });
+        }
         if self.buf.is_empty() {
             return None;
         }
-        let bytes = self.buf.split().freeze();
-        self.scanned = 0;
-        Some(if std::mem::take(&mut self.in_long_line) {
-            Piece::LongPart {
-                bytes,
-                first: false,
-                ends_line: true,
-            }
-        } else {
-            Piece::Unterminated(bytes)
-        })
+        Some(Piece::Unterminated(self.buf.split().freeze()))
     }
 }
 

@@ -118,10 +118,8 @@ pub fn pump(
                     if let Some((_, size)) = long_line.as_mut() {
                         *size += bytes.len() as i64;
                     }
-                    if *ends_line {
-                        if let Some((head, size)) = long_line.take() {
-                            recorder.record(direction, ts, head, size);
-                        }
+                    if *ends_line && let Some((head, size)) = long_line.take() {
+                        recorder.record(direction, ts, head, size);
                     }
                 }
             }

@@ -235,10 +235,10 @@ impl ToolCallRow {
             .filter_map(Value::as_array)
             .flatten();
         for item in items {
-            if let Some(p) = item.get("path").and_then(Value::as_str) {
-                if !paths.iter().any(|known| known == p) {
-                    paths.push(p.to_owned());
-                }
+            if let Some(p) = item.get("path").and_then(Value::as_str)
+                && !paths.iter().any(|known| known == p)
+            {
+                paths.push(p.to_owned());
             }
         }
         paths

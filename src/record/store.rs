@@ -4,6 +4,7 @@
 //! Read-side queries for the inspection commands live in `queries.rs`.
 
 use std::fs::{DirBuilder, OpenOptions};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -97,21 +98,26 @@ impl Store {
             path: path.to_owned(),
             source,
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if !dir.exists() {
-                DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(|e| open_err(e.into()))?;
-            }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.exists()
+        {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| open_err(e.into()))?;
         }
-        OpenOptions::new()
+        let file = OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
             .open(path)
             .map_err(|e| open_err(e.into()))?;
+        // Several acptap processes may open a new database at once: the first one creates the
+        // schema while the others wait here. flock does not interact with SQLite's own (fcntl)
+        // locks on Linux, and it ends with `file`.
+        // SAFETY: flock on a file descriptor we own.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
         let conn = Connection::open(path).map_err(|e| open_err(e.into()))?;
         Self::prepare(conn).map_err(open_err)
     }
@@ -131,7 +137,13 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        migrations().to_latest(&mut conn)?;
+        migrations().to_latest(&mut conn).map_err(|e| match e {
+            // The default message quotes the whole migration; the cause is what matters.
+            rusqlite_migration::Error::RusqliteError { err, .. } => {
+                format!("cannot bring its schema up to date: {err}").into()
+            }
+            other => Box::<dyn std::error::Error + Send + Sync>::from(other.to_string()),
+        })?;
         Ok(Store { conn })
     }
 

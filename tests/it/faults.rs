@@ -1,0 +1,184 @@
+//! Recorder faults: the session always works, and nothing that was committed is lost.
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::time::Duration;
+
+use crate::util::{
+    SAMPLES, Sandbox, eventually, example_bin, finish, fixture, load_transcript, play_client,
+};
+
+/// Plays a sample through a proxy recording into `db`; returns acptap's stderr.
+fn play_sample_into(sb: &Sandbox, db: &std::path::Path) -> String {
+    let path = fixture(SAMPLES[0]);
+    let peer = example_bin("peer");
+    let mut child = sb.proxy_into(
+        db,
+        &[],
+        &[peer.as_os_str(), OsStr::new("script"), path.as_os_str()],
+    );
+    play_client(&mut child, &load_transcript(&path));
+    let output = finish(child, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "the session failed: {stderr}");
+    stderr
+}
+
+#[test]
+fn unwritable_database_path_still_forwards_and_says_so_once() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("a-file"), "").unwrap();
+    let db = sb.path("a-file/acptap.db"); // its directory is a file: cannot be created
+    let stderr = play_sample_into(&sb, &db);
+    assert_eq!(
+        stderr.matches("acptap: recording disabled").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("a-file/acptap.db"), "{stderr}");
+    assert!(stderr.contains("could not be recorded"), "{stderr}");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_still_forwards() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.db(), vec![0x42u8; 8192]).unwrap();
+    let stderr = play_sample_into(&sb, &sb.db());
+    assert_eq!(
+        stderr.matches("acptap: recording disabled").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(sb.db()).unwrap(),
+        vec![0x42u8; 8192],
+        "the file was not touched"
+    );
+}
+
+#[test]
+fn database_locked_by_another_writer_for_a_while_loses_nothing() {
+    let sb = Sandbox::new();
+    let emit = sb.path("emit");
+    let capture = sb.path("capture");
+    std::fs::write(&emit, b"").unwrap();
+    let peer = example_bin("peer");
+    let mut child = sb.proxy(
+        &[],
+        &[
+            peer.as_os_str(),
+            OsStr::new("sink"),
+            emit.as_os_str(),
+            capture.as_os_str(),
+        ],
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    let line = |i: usize| {
+        format!("{{\"jsonrpc\":\"2.0\",\"method\":\"_test/n\",\"params\":{{\"i\":{i}}}}}\n")
+    };
+    for i in 0..100 {
+        stdin.write_all(line(i).as_bytes()).unwrap();
+    }
+    assert!(
+        eventually(Duration::from_secs(10), || sb.db().exists()
+            && sb
+                .conn()
+                .query_row("SELECT count(*) FROM messages", [], |r| r.get::<_, i64>(0))
+                .unwrap_or(0)
+                == 100),
+        "the first lines were not recorded"
+    );
+    // Another process takes the write lock and holds it while the session goes on.
+    let mut locker = sb.conn();
+    let tx = locker
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
+        .unwrap();
+    tx.execute(
+        "INSERT INTO connections (command, started_at) VALUES ('[\"locker\"]', 0)",
+        [],
+    )
+    .unwrap();
+    for i in 100..200 {
+        stdin.write_all(line(i).as_bytes()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    tx.commit().unwrap();
+    drop(stdin);
+    let output = finish(child, Duration::from_secs(30));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&capture).unwrap().len(),
+        (0..200).map(|i| line(i).len()).sum::<usize>()
+    );
+    assert_eq!(
+        sb.count("SELECT count(*) FROM messages WHERE connection_id = 1 AND direction = 'c2a'"),
+        200
+    );
+    assert_eq!(sb.count("SELECT complete FROM connections WHERE id = 1"), 1);
+    assert_eq!(
+        sb.count("SELECT count(*) FROM connections"),
+        2,
+        "the other writer's row is kept too"
+    );
+}
+
+#[test]
+fn two_proxies_recording_into_one_file_at_once() {
+    let sb = Sandbox::new();
+    let peer = example_bin("peer");
+    let lines = 5000;
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            sb.proxy(
+                &[],
+                &[
+                    peer.as_os_str(),
+                    OsStr::new("stream"),
+                    OsStr::new(&lines.to_string()),
+                    OsStr::new("1024"),
+                ],
+            )
+        })
+        .collect();
+    let mut readers = Vec::new();
+    for mut child in children {
+        drop(child.stdin.take());
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        readers.push(std::thread::spawn(move || {
+            let mut count = 0;
+            let mut line = Vec::new();
+            while stdout.read_until(b'\n', &mut line).unwrap() > 0 {
+                count += 1;
+                line.clear();
+            }
+            let mut rest = Vec::new();
+            stdout.read_to_end(&mut rest).unwrap();
+            (count, finish(child, Duration::from_secs(60)))
+        }));
+    }
+    for reader in readers {
+        let (count, output) = reader.join().unwrap();
+        assert_eq!(count, lines);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    assert_eq!(
+        sb.count("SELECT count(*) FROM connections WHERE complete = 1"),
+        2
+    );
+    for id in [1, 2] {
+        assert_eq!(
+            sb.count(&format!(
+                "SELECT count(*) FROM messages WHERE connection_id = {id} AND method = '_peer/tick'"
+            )),
+            lines as i64
+        );
+    }
+}

@@ -1,0 +1,8 @@
+//! acptap's integration tests: one binary, the built `acptap` between real processes.
+
+mod faults;
+mod lifecycle;
+mod samples;
+mod sdk;
+mod streams;
+mod util;

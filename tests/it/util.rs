@@ -1,0 +1,242 @@
+//! Shared helpers for the integration tests: where the binaries are, a scratch directory with a
+//! database, launching `acptap run` between the test (as the client) and a peer process (as the
+//! agent), and reading back what was recorded. Failures print full context.
+
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+
+pub fn acptap_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_acptap"))
+}
+
+/// An example program (test peer), which `cargo test` builds next to the binary.
+pub fn example_bin(name: &str) -> PathBuf {
+    let path = acptap_bin()
+        .parent()
+        .expect("target dir")
+        .join("examples")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests with `cargo test`, which builds the examples",
+        path.display()
+    );
+    path
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+pub const SAMPLES: [&str; 5] = [
+    "claude-acpx-basic-approve-all.jsonl",
+    "claude-acpx-slow-approve-all.jsonl",
+    "codex-acpx-basic-approve-all.jsonl",
+    "codex-acpx-basic-deny-all.jsonl",
+    "gemini-acpx-basic-approve-all.jsonl",
+];
+
+/// A scratch directory holding the test's database.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().expect("a temporary directory"),
+        }
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("acptap.db")
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn conn(&self) -> Connection {
+        let conn = Connection::open(self.db()).expect("open the recorded database");
+        conn.busy_timeout(Duration::from_secs(10)).unwrap();
+        conn
+    }
+
+    /// `acptap run --db <db> [extra] -- agent...`, with all three stdio piped.
+    pub fn proxy(&self, extra: &[&str], agent: &[&OsStr]) -> Child {
+        self.proxy_into(&self.db(), extra, agent)
+    }
+
+    pub fn proxy_into(&self, db: &Path, extra: &[&str], agent: &[&OsStr]) -> Child {
+        Command::new(acptap_bin())
+            .arg("run")
+            .arg("--db")
+            .arg(db)
+            .args(extra)
+            .arg("--")
+            .args(agent)
+            .env_remove("ACPTAP_DB")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start acptap run")
+    }
+
+    /// Runs an acptap command (not `run`) against the sandbox database.
+    pub fn acptap(&self, args: &[&str]) -> Output {
+        let output = Command::new(acptap_bin())
+            .args(args)
+            .env("ACPTAP_DB", self.db())
+            .output()
+            .expect("run acptap");
+        assert!(
+            output.status.success(),
+            "acptap {args:?} failed: {}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    pub fn count(&self, sql: &str) -> i64 {
+        self.conn()
+            .query_row(sql, [], |r| r.get(0))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The recorded bytes of one direction, in order, concatenated.
+    pub fn recorded_stream(&self, connection_id: i64, direction: &str) -> Vec<u8> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare(
+                "SELECT raw FROM messages WHERE connection_id = ?1 AND direction = ?2 ORDER BY seq",
+            )
+            .unwrap();
+        let rows = stmt
+            .query_map(rusqlite::params![connection_id, direction], |r| {
+                r.get::<_, Vec<u8>>(0)
+            })
+            .unwrap();
+        rows.flat_map(|r| r.unwrap()).collect()
+    }
+}
+
+/// Waits for a process to end, with a generous limit so a hang fails the test instead of
+/// blocking it forever. Returns stdout and stderr as read to the end.
+pub fn finish(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("collect output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "process still running after {limit:?}; stderr:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Polls `condition` until it holds or `limit` passes (a liveness bound, not a measurement).
+pub fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    condition()
+}
+
+/// Whether a process exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+pub fn read_pid(path: &Path) -> i32 {
+    assert!(
+        eventually(Duration::from_secs(10), || path.exists()),
+        "the peer never wrote {}",
+        path.display()
+    );
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// One record of a transcript in the format of shared/samples.
+pub struct Record {
+    pub dir: String,
+    pub bytes: Vec<u8>,
+}
+
+pub fn load_transcript(path: &Path) -> Vec<Record> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let mut bytes = v["text"].as_str().unwrap().as_bytes().to_vec();
+            if v["eol"].as_bool().unwrap_or(true) {
+                bytes.push(b'\n');
+            }
+            Record {
+                dir: v["dir"].as_str().unwrap().to_owned(),
+                bytes,
+            }
+        })
+        .collect()
+}
+
+/// Plays the client side of a transcript against a running proxy: sends each c2a line when its
+/// turn comes, reads each a2c line and checks it is byte-identical. Closes stdin at the end.
+pub fn play_client(child: &mut Child, records: &[Record]) {
+    let mut to_agent = child.stdin.take().unwrap();
+    let mut from_agent: BufReader<ChildStdout> = BufReader::new(child.stdout.take().unwrap());
+    for (n, record) in records.iter().enumerate() {
+        match record.dir.as_str() {
+            "c2a" => to_agent.write_all(&record.bytes).unwrap(),
+            "a2c" => {
+                let mut got = Vec::new();
+                from_agent.read_until(b'\n', &mut got).unwrap();
+                assert!(
+                    got == record.bytes,
+                    "record {n}: the client received\n{}\ninstead of\n{}",
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&record.bytes)
+                );
+            }
+            _ => {}
+        }
+    }
+    drop(to_agent);
+    let mut rest = Vec::new();
+    from_agent.read_to_end(&mut rest).unwrap();
+    assert!(
+        rest.is_empty(),
+        "unexpected bytes after the transcript: {rest:?}"
+    );
+}
