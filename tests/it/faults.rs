@@ -182,3 +182,59 @@ fn two_proxies_recording_into_one_file_at_once() {
         );
     }
 }
+
+#[test]
+fn read_only_database_keeps_what_was_recorded_and_the_session_works() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+
+    let sb = Sandbox::new();
+    play_sample_into(&sb, &sb.db());
+    let before = sb.count("SELECT count(*) FROM messages");
+    // Read-only for everyone. Root ignores file modes, so run the proxy as `nobody` then.
+    std::fs::set_permissions(sb.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for entry in std::fs::read_dir(sb.dir.path()).unwrap() {
+        std::fs::set_permissions(
+            entry.unwrap().path(),
+            std::fs::Permissions::from_mode(0o444),
+        )
+        .unwrap();
+    }
+    std::fs::set_permissions(sb.dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let path = fixture(SAMPLES[0]);
+    let peer = example_bin("peer");
+    let mut command = std::process::Command::new(crate::util::acptap_bin());
+    command
+        .arg("run")
+        .arg("--db")
+        .arg(sb.db())
+        .arg("--")
+        .arg(&peer)
+        .arg("script")
+        .arg(&path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        command.uid(65534).gid(65534);
+    }
+    let mut child = command.spawn().unwrap();
+    play_client(&mut child, &load_transcript(&path));
+    let output = finish(child, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    std::fs::set_permissions(sb.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.matches("acptap: recording disabled").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains(&sb.db().display().to_string()), "{stderr}");
+    assert_eq!(
+        sb.count("SELECT count(*) FROM messages"),
+        before,
+        "what was recorded is intact"
+    );
+    assert_eq!(sb.count("SELECT count(*) FROM connections"), 1);
+}
