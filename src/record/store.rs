@@ -136,6 +136,9 @@ impl Store {
         // acptap (not of the machine), which is what a recording needs.
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // A bigger page cache and fewer, larger checkpoints: a recording is append-mostly.
+        conn.pragma_update(None, "cache_size", -16_384)?;
+        conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrations().to_latest(&mut conn).map_err(|e| match e {
             // The default message quotes the whole migration; the cause is what matters.
