@@ -30,8 +30,11 @@ use agent_client_protocol::v1::schema::{
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
     ToolKind,
 };
-use agent_client_protocol::{Agent, Channel, Client, TransportFrame};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use agent_client_protocol::{Agent, Channel, Client};
+
+#[path = "common/line_transport.rs"]
+mod line_transport;
+use line_transport::pump_lines;
 
 /// Working directory of each session, so tool call locations can name real paths.
 type Sessions = Arc<Mutex<HashMap<SessionId, PathBuf>>>;
@@ -188,45 +191,4 @@ async fn play_turn(
 
 fn message_chunk(text: &str) -> SessionUpdate {
     SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(text)))
-}
-
-/// Carries SDK frames over a newline-delimited byte stream pair.
-///
-/// The SDK's own adapter for this sits behind its `stdio` feature, which this
-/// crate does not enable; this is the same framing (one JSON value per line,
-/// parsed and serialized by the SDK) on tokio I/O. A detached task reads lines
-/// and closes the SDK's inbound half at EOF; the returned task writes until
-/// the SDK drops its outbound half, then closes the writer.
-fn pump_lines(
-    reader: impl AsyncRead + Unpin + Send + 'static,
-    mut writer: impl AsyncWrite + Unpin + Send + 'static,
-    io_end: Channel,
-) -> tokio::task::JoinHandle<anyhow::Result<()>> {
-    let (mut from_sdk, to_sdk) = io_end.into_parts();
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(reader).lines();
-        loop {
-            match lines.next_line().await {
-                // Once the SDK is gone, keep draining so the peer never sees EPIPE.
-                Ok(Some(line)) => drop(to_sdk.unbounded_send(TransportFrame::parse_json(&line))),
-                Ok(None) => break,
-                Err(err) => {
-                    eprintln!("sdk_agent: reading: {err}");
-                    break;
-                }
-            }
-        }
-    });
-    tokio::spawn(async move {
-        while let Ok(frame) = from_sdk.recv().await {
-            let mut line = frame
-                .to_json()
-                .map_err(|err| anyhow::anyhow!("serializing a frame: {err}"))?;
-            line.push('\n');
-            writer.write_all(line.as_bytes()).await?;
-            writer.flush().await?;
-        }
-        writer.shutdown().await?;
-        Ok(())
-    })
 }

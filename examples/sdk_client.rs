@@ -38,10 +38,13 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification,
     SessionUpdate, StopReason, ToolCall,
 };
-use agent_client_protocol::{Agent, Channel, Client, TransportFrame};
+use agent_client_protocol::{Agent, Channel, Client};
+
+#[path = "common/line_transport.rs"]
+mod line_transport;
 use anyhow::{Context, anyhow, bail};
+use line_transport::pump_lines;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 /// Upper bound on the whole run, so a broken proxy fails a test instead of hanging it.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -294,45 +297,4 @@ fn record_update(observed: &mut Observed, update: SessionUpdate) {
         }
         _ => {}
     }
-}
-
-/// Carries SDK frames over a newline-delimited byte stream pair.
-///
-/// The SDK's own adapter for this sits behind its `process` feature, which this
-/// crate does not enable; this is the same framing (one JSON value per line,
-/// parsed and serialized by the SDK) on tokio I/O. A detached task reads lines
-/// and closes the SDK's inbound half at EOF; the returned task writes until
-/// the SDK drops its outbound half, then closes the writer.
-fn pump_lines(
-    reader: impl AsyncRead + Unpin + Send + 'static,
-    mut writer: impl AsyncWrite + Unpin + Send + 'static,
-    io_end: Channel,
-) -> tokio::task::JoinHandle<anyhow::Result<()>> {
-    let (mut from_sdk, to_sdk) = io_end.into_parts();
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(reader).lines();
-        loop {
-            match lines.next_line().await {
-                // Once the SDK is gone, keep draining so the peer never sees EPIPE.
-                Ok(Some(line)) => drop(to_sdk.unbounded_send(TransportFrame::parse_json(&line))),
-                Ok(None) => break,
-                Err(err) => {
-                    eprintln!("sdk_client: reading: {err}");
-                    break;
-                }
-            }
-        }
-    });
-    tokio::spawn(async move {
-        while let Ok(frame) = from_sdk.recv().await {
-            let mut line = frame
-                .to_json()
-                .map_err(|err| anyhow::anyhow!("serializing a frame: {err}"))?;
-            line.push('\n');
-            writer.write_all(line.as_bytes()).await?;
-            writer.flush().await?;
-        }
-        writer.shutdown().await?;
-        Ok(())
-    })
 }
