@@ -18,6 +18,7 @@
 pub mod cli;
 pub mod demo;
 pub mod inspect;
+pub mod policy;
 pub mod protocol;
 pub mod proxy;
 pub mod record;

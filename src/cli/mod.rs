@@ -208,6 +208,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 label: args.label,
                 eof_grace: args.grace,
                 kill_grace: args.grace,
+                policy: None,
+                shadow: false,
             })
         }
         Command::Sessions(args) => {

@@ -14,7 +14,9 @@
 
 pub mod framing;
 pub mod lifecycle;
+pub mod policy_tap;
 pub mod pump;
+pub mod sink;
 
 use std::fs::File;
 use std::os::fd::AsFd;
@@ -25,11 +27,14 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGKILL, SIGTERM};
 
+use crate::policy::Policy;
 use crate::protocol::Direction;
 use crate::record::{
     ConnectionEnd, ConnectionStart, Destination, Recorder, RecorderHandle, now_us,
 };
-use pump::{Forward, pump, spawn_writer};
+use policy_tap::{ClientTap, PolicyTap, SessionDirectory};
+use pump::{Forward, Interceptor, pump};
+use sink::spawn_writer;
 
 /// After the agent exits, how long its stdout and stderr may take to reach end of input (a child
 /// of the agent may still hold them) before the rest of its process group is killed.
@@ -39,7 +44,7 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 const CLIENT_WRITE_PATIENCE: Duration = Duration::from_secs(10);
 
 /// How `acptap run` is configured.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RunOptions {
     pub agent: Vec<String>,
     pub destination: Destination,
@@ -49,6 +54,10 @@ pub struct RunOptions {
     pub eof_grace: Duration,
     /// After SIGTERM (ours or forwarded), how long the agent may take before it gets SIGKILL.
     pub kill_grace: Duration,
+    /// Answers the agent's permission requests where it decides (loaded before the agent starts).
+    pub policy: Option<Policy>,
+    /// Evaluate and record the policy's decisions, but let the user decide everything.
+    pub shadow: bool,
 }
 
 enum Event {
@@ -68,7 +77,7 @@ enum Escalation {
 }
 
 /// Runs the proxy until the agent is gone. Returns the exit code to exit with.
-pub fn run(options: RunOptions) -> anyhow::Result<i32> {
+pub fn run(mut options: RunOptions) -> anyhow::Result<i32> {
     let mut child = lifecycle::spawn_agent(&options.agent).with_context(|| {
         format!(
             "cannot start the agent `{}`; check the command after `--`",
@@ -102,12 +111,32 @@ pub fn run(options: RunOptions) -> anyhow::Result<i32> {
 
     let (to_agent, agent_writer) = spawn_writer("agent-stdin", agent_stdin);
     let (to_client, client_writer) = spawn_writer("stdout", stdout);
+    // With a policy, the agent's lines go through the policy tap, whose answers take the
+    // priority lane of the agent's stdin; the client's lines tell it each session's cwd.
+    let (client_tap, agent_tap) = match options.policy.take() {
+        Some(policy) => {
+            let sessions = std::sync::Arc::new(SessionDirectory::default());
+            let client_tap = Interceptor {
+                tap: Box::new(ClientTap {
+                    sessions: sessions.clone(),
+                }),
+                answers: None,
+            };
+            let agent_tap = Interceptor {
+                tap: Box::new(PolicyTap::new(policy, options.shadow, sessions)),
+                answers: Some(to_agent.priority()),
+            };
+            (Some(client_tap), Some(agent_tap))
+        }
+        None => (None, None),
+    };
     let recorder_handle = recorder.handle();
     spawn_pump(
         stdin,
         Direction::ClientToAgent,
         Forward::Sink(to_agent),
         &recorder_handle,
+        client_tap,
         events_tx.clone(),
         Event::ClientEof,
     );
@@ -116,6 +145,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<i32> {
         Direction::AgentToClient,
         Forward::Sink(to_client),
         &recorder_handle,
+        agent_tap,
         events_tx.clone(),
         Event::AgentOutputClosed(Direction::AgentToClient),
     );
@@ -124,6 +154,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<i32> {
         Direction::Stderr,
         Forward::Direct(Box::new(stderr)),
         &recorder_handle,
+        None,
         events_tx.clone(),
         Event::AgentOutputClosed(Direction::Stderr),
     );
@@ -263,6 +294,7 @@ fn spawn_pump(
     direction: Direction,
     forward: Forward,
     recorder: &RecorderHandle,
+    interceptor: Option<Interceptor>,
     events: Sender<Event>,
     on_end: Event,
 ) {
@@ -270,7 +302,7 @@ fn spawn_pump(
     std::thread::Builder::new()
         .name(format!("acptap-pump-{}", direction.as_str()))
         .spawn(move || {
-            if let Err(e) = pump(input, direction, forward, &recorder) {
+            if let Err(e) = pump(input, direction, forward, &recorder, interceptor) {
                 tracing::debug!("{} stream ended with an error: {e}", direction.as_str());
             }
             let _ = events.send(on_end);

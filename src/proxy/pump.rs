@@ -2,57 +2,20 @@
 //!
 //! # Invariant: the bytes out are the bytes in
 //!
-//! A pump forwards exactly the [`Piece`]s the framer hands out, in order, and nothing else; it
-//! never looks inside them. Each line is handed to the recorder *before* it is forwarded, so the
-//! recorder always sees a request before the response it provokes from the other side.
-//!
-//! # Sinks
-//!
-//! Every sink (the agent's stdin, our stdout) has exactly one writer thread, fed by a bounded
-//! channel, so lines from different sources can never interleave. A writer writes what it is
-//! given straight to the file descriptor, without a buffer of its own: the pieces are already
-//! runs of whole lines, so there is nothing to flush and no added latency.
+//! A pump forwards exactly the [`Piece`]s the framer hands out, in order, and nothing else. The
+//! one exception is explicit: a [`LineTap`] (the policy, on the agent's output) may withhold a
+//! whole line and answer it itself; the rest of the piece around it is forwarded unchanged.
+//! Each line is handed to the recorder *before* it is forwarded, so the recorder always sees a
+//! request before the response it provokes from the other side.
 
 use std::io::{self, Read, Write};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::thread::JoinHandle;
 
 use bytes::Bytes;
 
 use super::framing::{LineFramer, Piece, split_lines};
+use super::sink::{PrioritySender, SinkSender};
 use crate::protocol::Direction;
-use crate::record::{RecorderHandle, now_us};
-
-/// Pieces waiting for a writer: each is at most one read (64 KiB) or one long line, and a short
-/// queue is enough to keep the writer busy while the reader reads.
-const SINK_QUEUE_PIECES: usize = 64;
-
-/// A sink's sending side: what the pumps (and, later, the policy) send bytes into.
-pub type SinkSender = SyncSender<Bytes>;
-
-/// Starts the one writer thread of a sink. The thread ends when every sender is dropped, and then
-/// drops `out` (for the agent's stdin, that is what closes it).
-pub fn spawn_writer(
-    name: &str,
-    mut out: impl Write + Send + 'static,
-) -> (SinkSender, JoinHandle<()>) {
-    let (tx, rx): (SinkSender, Receiver<Bytes>) = sync_channel(SINK_QUEUE_PIECES);
-    let thread = std::thread::Builder::new()
-        .name(format!("acptap-write-{name}"))
-        .spawn(move || {
-            let mut broken = false;
-            for piece in rx {
-                // A peer that stopped reading must not stop the other direction or the recording:
-                // keep draining, drop the bytes.
-                if !broken && out.write_all(&piece).is_err() {
-                    broken = true;
-                }
-            }
-            let _ = out.flush();
-        })
-        .expect("spawn a writer thread");
-    (tx, thread)
-}
+use crate::record::{Annotation, RecorderHandle, now_us};
 
 /// Where a pump's bytes go.
 pub enum Forward {
@@ -63,27 +26,53 @@ pub enum Forward {
 }
 
 impl Forward {
-    fn send(&mut self, bytes: &Bytes) {
+    fn send(&mut self, bytes: Bytes, ends_line: bool) {
+        if bytes.is_empty() {
+            return;
+        }
         match self {
-            // A closed sink means its peer is gone; the pump still drains and records.
-            Forward::Sink(tx) => {
-                let _ = tx.send(bytes.clone());
-            }
+            Forward::Sink(tx) => tx.send(bytes, ends_line),
+            // A closed stderr must not stop the session.
             Forward::Direct(out) => {
-                let _ = out.write_all(bytes).and_then(|()| out.flush());
+                let _ = out.write_all(&bytes).and_then(|()| out.flush());
             }
         }
     }
 }
 
+/// What a tap decides about one complete line.
+pub enum Disposition {
+    /// Forward it, recorded with this annotation.
+    Forward(Annotation),
+    /// Do not forward it: send `reply` back the other way instead (on the priority lane of the
+    /// sink the line came from), and record both.
+    Answer {
+        request: Annotation,
+        reply: Bytes,
+        reply_annotation: Annotation,
+    },
+}
+
+/// Looks at each complete line a pump reads (not at the parts of an over-long line).
+pub trait LineTap: Send {
+    fn inspect(&mut self, line: &Bytes) -> Disposition;
+}
+
+/// A tap, and where its answers go.
+pub struct Interceptor {
+    pub tap: Box<dyn LineTap>,
+    pub answers: Option<PrioritySender>,
+}
+
 /// Copies `input` to `forward` until end of input, recording every line. Returns the number of
-/// bytes copied, or the read error that ended the stream (everything read before it was
+/// bytes read, or the read error that ended the stream (everything read before it was
 /// forwarded).
 pub fn pump(
     mut input: impl Read,
     direction: Direction,
     mut forward: Forward,
     recorder: &RecorderHandle,
+    mut interceptor: Option<Interceptor>,
 ) -> io::Result<u64> {
     let mut framer = LineFramer::default();
     // The head of an over-long line and the line's length so far: recorded once the line ends.
@@ -97,34 +86,73 @@ pub fn pump(
             .next_piece()
             .or_else(|| if at_end { framer.finish() } else { None })
         {
-            match &piece {
+            copied += piece.bytes().len() as u64;
+            match piece {
                 Piece::Lines(run) => {
-                    for line in split_lines(run) {
-                        let size = line.len() as i64;
-                        recorder.record(direction, ts, line, size);
+                    let Some(interceptor) = interceptor.as_mut() else {
+                        for line in split_lines(&run) {
+                            let size = line.len() as i64;
+                            recorder.record(direction, ts, line, size, Annotation::default());
+                        }
+                        forward.send(run, true);
+                        continue;
+                    };
+                    // Forwarded up to here; a withheld line splits the run.
+                    let mut sent = 0;
+                    let mut offset = 0;
+                    for line in split_lines(&run) {
+                        let (start, size) = (offset, line.len());
+                        offset += size;
+                        match interceptor.tap.inspect(&line) {
+                            Disposition::Forward(note) => {
+                                recorder.record(direction, ts, line, size as i64, note)
+                            }
+                            Disposition::Answer {
+                                request,
+                                reply,
+                                reply_annotation,
+                            } => {
+                                recorder.record(direction, ts, line, size as i64, request);
+                                forward.send(run.slice(sent..start), true);
+                                sent = offset;
+                                let reply_size = reply.len() as i64;
+                                recorder.record(
+                                    direction.reverse(),
+                                    ts,
+                                    reply.clone(),
+                                    reply_size,
+                                    reply_annotation,
+                                );
+                                if let Some(answers) = &interceptor.answers {
+                                    answers.send(reply);
+                                }
+                            }
+                        }
                     }
+                    forward.send(run.slice(sent..), true);
                 }
                 Piece::Unterminated(line) => {
-                    recorder.record(direction, ts, line.clone(), line.len() as i64)
+                    let size = line.len() as i64;
+                    recorder.record(direction, ts, line.clone(), size, Annotation::default());
+                    forward.send(line, true);
                 }
                 Piece::LongPart {
                     bytes,
                     first,
                     ends_line,
                 } => {
-                    if *first {
+                    if first {
                         long_line = Some((bytes.clone(), 0));
                     }
                     if let Some((_, size)) = long_line.as_mut() {
                         *size += bytes.len() as i64;
                     }
-                    if *ends_line && let Some((head, size)) = long_line.take() {
-                        recorder.record(direction, ts, head, size);
+                    if ends_line && let Some((head, size)) = long_line.take() {
+                        recorder.record(direction, ts, head, size, Annotation::default());
                     }
+                    forward.send(bytes, ends_line);
                 }
             }
-            copied += piece.bytes().len() as u64;
-            forward.send(piece.bytes());
         }
         if at_end {
             return read.map(|_| copied);

@@ -51,7 +51,27 @@ pub fn now_us() -> i64 {
         .unwrap_or(0)
 }
 
-/// A line as read from one of the three streams.
+/// What acptap itself did with a line, beyond forwarding it.
+#[derive(Debug, Clone, Default)]
+pub struct Annotation {
+    /// acptap wrote this line itself (a policy answer); no peer sent it.
+    pub written_by_acptap: bool,
+    /// acptap did not forward this line (a permission request the policy answered).
+    pub withheld: bool,
+    /// What the policy said about this permission request, or about the answer it wrote.
+    pub policy: Option<Arc<PolicyNote>>,
+}
+
+/// A policy's verdict on one permission request, as recorded.
+#[derive(Debug, Clone)]
+pub struct PolicyNote {
+    pub verdict: crate::policy::Verdict,
+    pub policy_hash: String,
+    /// `--shadow`: evaluated and recorded, but the request went to the user anyway.
+    pub shadow: bool,
+}
+
+/// A line as read from one of the three streams (or written by acptap).
 #[derive(Debug)]
 pub struct Line {
     pub seq: i64,
@@ -62,6 +82,7 @@ pub struct Line {
     /// The line's length on the wire: more than `raw.len()` when it was truncated.
     pub size: i64,
     pub truncated: bool,
+    pub annotation: Annotation,
 }
 
 enum Item {
@@ -88,7 +109,14 @@ impl RecorderHandle {
     /// Hands a line to the recorder, numbering it in the order lines reach the recorder. Call it
     /// before forwarding the line, so a response can never be recorded before its request.
     /// Waits only if the recorder is [`RECORD_BUFFER_BYTES`] behind.
-    pub fn record(&self, direction: Direction, ts: i64, raw: Bytes, size: i64) {
+    pub fn record(
+        &self,
+        direction: Direction,
+        ts: i64,
+        raw: Bytes,
+        size: i64,
+        annotation: Annotation,
+    ) {
         self.queue.push_numbered(raw.len(), |number| {
             Item::Line(Line {
                 seq: number as i64,
@@ -97,6 +125,7 @@ impl RecorderHandle {
                 truncated: size > raw.len() as i64,
                 raw,
                 size,
+                annotation,
             })
         });
     }
@@ -296,5 +325,6 @@ fn observe(observer: &mut Observer, line: Line) -> MessageRow {
         size: line.size,
         truncated: line.truncated,
         facts: observed.facts,
+        annotation: line.annotation,
     }
 }

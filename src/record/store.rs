@@ -21,7 +21,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Every migration, in order. A new file in `migrations/` must be added here; a unit test checks
 /// that none is missing.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/0001_init.sql"),
+    include_str!("../../migrations/0002_policy.sql"),
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -84,6 +87,7 @@ pub struct MessageRow {
     pub size: i64,
     pub truncated: bool,
     pub facts: Vec<Fact>,
+    pub annotation: super::Annotation,
 }
 
 pub struct Store {
@@ -217,8 +221,8 @@ pub(crate) fn migrations() -> Migrations<'static> {
 fn insert_message(tx: &Transaction, connection_id: i64, row: &MessageRow) -> rusqlite::Result<i64> {
     tx.prepare_cached(
         "INSERT INTO messages (connection_id, seq, ts, direction, kind, rpc_id, method, session_id,
-             tool_call_id, reply_to_seq, raw, size, truncated)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+             tool_call_id, reply_to_seq, raw, size, truncated, origin, forwarded)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?
     .execute(params![
         connection_id,
@@ -234,6 +238,12 @@ fn insert_message(tx: &Transaction, connection_id: i64, row: &MessageRow) -> rus
         &row.raw[..],
         row.size,
         row.truncated,
+        if row.annotation.written_by_acptap {
+            "acptap"
+        } else {
+            "peer"
+        },
+        !row.annotation.withheld,
     ])?;
     Ok(tx.last_insert_rowid())
 }
@@ -379,10 +389,12 @@ fn store_fact(
             tool_call_id,
             options,
         } => {
+            let policy = row.annotation.policy.as_deref();
             tx.prepare_cached(
                 "INSERT OR IGNORE INTO permission_requests (connection_id, session_id, tool_call_id,
-                     request_seq, request_message_id, requested_at, options)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                     request_seq, request_message_id, requested_at, options, policy_decision,
+                     policy_rule, policy_hash, policy_reason, policy_option_id, policy_shadow)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?
             .execute(params![
                 connection_id,
@@ -392,6 +404,12 @@ fn store_fact(
                 message_id,
                 row.ts,
                 json(options),
+                policy.map(|p| p.verdict.decision.as_str()),
+                policy.and_then(|p| p.verdict.rule.as_deref()),
+                policy.map(|p| p.policy_hash.as_str()),
+                policy.map(|p| p.verdict.reason.as_str()),
+                policy.and_then(|p| p.verdict.option_id.as_deref()),
+                policy.map(|p| p.shadow),
             ])?;
         }
         Fact::PermissionDecided {
@@ -415,7 +433,8 @@ fn store_fact(
                 outcome,
                 option_id,
                 option_kind,
-                decided_by,
+                // An answer acptap wrote itself was the policy's decision.
+                if row.annotation.written_by_acptap { "policy" } else { decided_by },
             ])?;
         }
     }

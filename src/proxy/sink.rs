@@ -1,0 +1,209 @@
+//! A sink (the agent's stdin, our stdout) and its one writer thread.
+//!
+//! # Invariant: one writer, whole lines, answers first
+//!
+//! Exactly one thread writes a sink, so bytes from different sources never interleave. It takes
+//! from two lanes: the forwarded stream (from the pump of the other side) and a priority lane for
+//! the lines acptap writes itself (the policy's answers to permission requests). A priority line
+//! goes out before any forwarded bytes still queued, but never in the middle of a forwarded line
+//! (only an over-long line is forwarded in parts).
+//!
+//! The sink lives as long as its forwarded stream: when the pump that feeds it ends (the client's
+//! EOF, for the agent's stdin), the writer writes what is queued and closes the sink, whatever
+//! answers might still come.
+//!
+//! Writes go straight to the file descriptor, without a buffer of their own: pieces are already
+//! runs of whole lines, so there is nothing to flush and no added latency.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+
+/// Pieces waiting in one lane: each is at most one read (64 KiB) or one long line, and a short
+/// queue is enough to keep the writer busy while the reader reads.
+pub const SINK_QUEUE_PIECES: usize = 64;
+
+struct Lanes {
+    forwarded: VecDeque<(Bytes, bool)>,
+    priority: VecDeque<Bytes>,
+    forwarded_closed: bool,
+    /// The writer is inside a forwarded line (the last piece it wrote did not end one).
+    mid_line: bool,
+}
+
+struct Shared {
+    lanes: Mutex<Lanes>,
+    /// Signalled when there is something to write, or the forwarded lane closed.
+    work: Condvar,
+    /// Signalled when a lane has room.
+    room: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lanes> {
+        self.lanes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The forwarded lane's sender: there is one, owned by the pump; dropping it closes the sink.
+pub struct SinkSender {
+    shared: Arc<Shared>,
+}
+
+/// The priority lane's sender (cheap to clone).
+#[derive(Clone)]
+pub struct PrioritySender {
+    shared: Arc<Shared>,
+}
+
+impl SinkSender {
+    /// Queues a forwarded piece; `ends_line` is false only for a part of an over-long line that
+    /// is not its last. Waits while the lane is full.
+    pub fn send(&self, piece: Bytes, ends_line: bool) {
+        let mut lanes = self.shared.lock();
+        while lanes.forwarded.len() >= SINK_QUEUE_PIECES {
+            lanes = self
+                .shared
+                .room
+                .wait(lanes)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        lanes.forwarded.push_back((piece, ends_line));
+        drop(lanes);
+        self.shared.work.notify_one();
+    }
+
+    pub fn priority(&self) -> PrioritySender {
+        PrioritySender {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl Drop for SinkSender {
+    fn drop(&mut self) {
+        self.shared.lock().forwarded_closed = true;
+        self.shared.work.notify_one();
+    }
+}
+
+impl PrioritySender {
+    /// Queues a whole line of acptap's own. Returns false if the sink is already closed.
+    pub fn send(&self, line: Bytes) -> bool {
+        let mut lanes = self.shared.lock();
+        while lanes.priority.len() >= SINK_QUEUE_PIECES && !lanes.forwarded_closed {
+            lanes = self
+                .shared
+                .room
+                .wait(lanes)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        if lanes.forwarded_closed {
+            return false;
+        }
+        lanes.priority.push_back(line);
+        drop(lanes);
+        self.shared.work.notify_one();
+        true
+    }
+}
+
+/// Starts the writer thread of a sink. It ends when the forwarded lane is closed and drained,
+/// and then drops `out` (for the agent's stdin, that is what closes it).
+pub fn spawn_writer(
+    name: &str,
+    mut out: impl Write + Send + 'static,
+) -> (SinkSender, JoinHandle<()>) {
+    let shared = Arc::new(Shared {
+        lanes: Mutex::new(Lanes {
+            forwarded: VecDeque::new(),
+            priority: VecDeque::new(),
+            forwarded_closed: false,
+            mid_line: false,
+        }),
+        work: Condvar::new(),
+        room: Condvar::new(),
+    });
+    let writer_shared = shared.clone();
+    let thread = std::thread::Builder::new()
+        .name(format!("acptap-write-{name}"))
+        .spawn(move || {
+            let shared = writer_shared;
+            let mut broken = false;
+            loop {
+                let mut lanes = shared.lock();
+                let piece = loop {
+                    if !lanes.mid_line
+                        && let Some(line) = lanes.priority.pop_front()
+                    {
+                        break Some(line);
+                    }
+                    if let Some((piece, ends_line)) = lanes.forwarded.pop_front() {
+                        lanes.mid_line = !ends_line;
+                        break Some(piece);
+                    }
+                    if lanes.forwarded_closed {
+                        break None;
+                    }
+                    lanes = shared.work.wait(lanes).unwrap_or_else(|e| e.into_inner());
+                };
+                drop(lanes);
+                shared.room.notify_all();
+                let Some(piece) = piece else { break };
+                // A peer that stopped reading must not stop the other direction or the
+                // recording: keep draining, drop the bytes.
+                if !broken && out.write_all(&piece).is_err() {
+                    broken = true;
+                }
+            }
+            let _ = out.flush();
+            // Wake any priority sender waiting for room: the sink is closed.
+            shared.room.notify_all();
+        })
+        .expect("spawn a writer thread");
+    (SinkSender { shared }, thread)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// A writer that reports each write, and can be held back.
+    struct Probe(mpsc::Sender<Vec<u8>>);
+    impl Write for Probe {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.send(buf.to_vec()).unwrap();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn priority_never_splits_a_forwarded_line_and_goes_first_otherwise() {
+        let (tx, rx) = mpsc::channel();
+        let (sink, writer) = spawn_writer("test", Probe(tx));
+        let answers = sink.priority();
+        sink.send(Bytes::from_static(b"head-of-long-"), false);
+        assert_eq!(rx.recv().unwrap(), b"head-of-long-");
+        answers.send(Bytes::from_static(b"answer\n"));
+        sink.send(Bytes::from_static(b"line\n"), true);
+        sink.send(Bytes::from_static(b"next\n"), true);
+        drop(sink);
+        writer.join().unwrap();
+        let rest: Vec<Vec<u8>> = rx.try_iter().collect();
+        assert_eq!(
+            rest,
+            vec![b"line\n".to_vec(), b"answer\n".to_vec(), b"next\n".to_vec()]
+        );
+        assert!(
+            !answers.send(Bytes::from_static(b"late\n")),
+            "a closed sink refuses answers"
+        );
+    }
+}
