@@ -97,8 +97,11 @@ pub struct Policy {
     /// The policy files as paths a tool might name (the ask guard protects them).
     files: Vec<PathBuf>,
     /// Path matchers per rule and cwd: compiled once per session.
-    globs: RefCell<HashMap<(usize, Option<PathBuf>), Option<globset::GlobSet>>>,
+    globs: RefCell<HashMap<GlobKey, Option<globset::GlobSet>>>,
 }
+
+/// A rule (by index) in a session (by cwd).
+type GlobKey = (usize, Option<PathBuf>);
 
 /// A tool call as the rules see it.
 struct View {
