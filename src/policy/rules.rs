@@ -515,7 +515,7 @@ mod tests {
     }
 
     fn error(text: &str) -> String {
-        load_text(text).err().expect("an error").to_string()
+        load_text(text).expect_err("an error").to_string()
     }
 
     #[test]
