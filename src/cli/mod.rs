@@ -4,6 +4,8 @@
 //! Exit policy, in one place: a command returns `Ok(code)`, or an error that is printed once on
 //! stderr (`acptap: ...` with its causes) and exits 2. `acptap run` exits with the agent's status.
 
+mod policy;
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +40,8 @@ pub enum Command {
     Show(ShowArgs),
     /// List tool calls, of one session or of all.
     Tools(ToolsArgs),
+    /// Try a policy out: decide one request, run a policy's tests, or replay recorded requests.
+    Policy(policy::PolicyArgs),
     /// Run a complete demo session (built-in client and agent) through the real proxy and show it.
     Demo(DemoArgs),
     /// The built-in demo agent: speaks ACP on stdin/stdout (used by `acptap demo`).
@@ -87,6 +91,13 @@ pub struct RunArgs {
     /// Forward only: record nothing.
     #[arg(long)]
     pub no_record: bool,
+    /// A policy file that answers the agent's permission requests where it decides (repeatable;
+    /// rules are taken in order). See docs/policy.md.
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policies: Vec<PathBuf>,
+    /// With --policy: evaluate and record every decision, but let the user decide everything.
+    #[arg(long, requires = "policies")]
+    pub shadow: bool,
     /// Once the client has closed our stdin, how long the agent may take to exit before it gets
     /// SIGTERM (then SIGKILL after the same time again). E.g. 5s, 500ms.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -197,6 +208,12 @@ fn init_logging() {
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Run(args) => {
+            // A policy that does not load stops here, before the agent starts.
+            let policy = if args.policies.is_empty() {
+                None
+            } else {
+                Some(crate::policy::Policy::load(&args.policies)?)
+            };
             let destination = if args.no_record {
                 Destination::Nowhere
             } else {
@@ -208,8 +225,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 label: args.label,
                 eof_grace: args.grace,
                 kill_grace: args.grace,
-                policy: None,
-                shadow: false,
+                policy,
+                shadow: args.shadow,
             })
         }
         Command::Sessions(args) => {
@@ -257,6 +274,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
+        Command::Policy(args) => policy::run(args),
         Command::Demo(args) => crate::demo::run_demo(args.db),
         Command::DemoAgent => {
             crate::demo::agent::run(std::io::stdin().lock(), std::io::stdout().lock())?;
@@ -265,13 +283,13 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-fn print(text: &str) -> std::io::Result<()> {
+pub(crate) fn print(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
     out.flush()
 }
 
-fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
     Ok(print(&text)?)

@@ -270,12 +270,16 @@ pub fn compile_globs(
             // A variable with no value (no known cwd): the pattern can match nothing.
             continue;
         };
-        let glob = globset::GlobBuilder::new(&expanded)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .build()
-            .map_err(|e| format!("invalid glob `{pattern}`: {e}"))?;
-        builder.add(glob);
+        // `dir/**` means the directory and everything in it.
+        let itself = expanded.strip_suffix("/**").filter(|d| !d.is_empty());
+        for glob in std::iter::once(expanded.as_str()).chain(itself) {
+            let glob = globset::GlobBuilder::new(glob)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| format!("invalid glob `{pattern}`: {e}"))?;
+            builder.add(glob);
+        }
     }
     builder
         .build()

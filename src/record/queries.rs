@@ -371,3 +371,82 @@ pub fn session_lines(
     })?
     .collect()
 }
+
+/// A recorded permission request, with what is needed to decide it again.
+#[derive(Debug, Clone)]
+pub struct RecordedPermission {
+    pub connection_id: i64,
+    pub session_id: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub request_seq: i64,
+    /// The request line, as recorded.
+    pub request: Vec<u8>,
+    pub cwd: Option<String>,
+    pub agent_name: Option<String>,
+    pub outcome: Option<String>,
+    pub option_id: Option<String>,
+    pub option_kind: Option<String>,
+    pub decided_by: Option<String>,
+    /// The agent's earlier lines about the same tool call (session/update), in order.
+    pub earlier_updates: Vec<Vec<u8>>,
+}
+
+/// Every recorded permission request of one session, or of all.
+pub fn recorded_permissions(
+    conn: &Connection,
+    session: Option<&SessionRef>,
+) -> rusqlite::Result<Vec<RecordedPermission>> {
+    let mut rows: Vec<RecordedPermission> = conn
+        .prepare(
+            "SELECT p.connection_id, p.session_id, p.tool_call_id, p.request_seq, m.raw, s.cwd,
+                    c.agent_info, p.outcome, p.option_id, p.option_kind, p.decided_by
+             FROM permission_requests p
+             JOIN messages m ON m.id = p.request_message_id
+             JOIN connections c ON c.id = p.connection_id
+             LEFT JOIN sessions s ON s.connection_id = p.connection_id AND s.session_id = p.session_id
+             WHERE (?1 IS NULL OR p.connection_id = ?1) AND (?2 IS NULL OR p.session_id = ?2)
+             ORDER BY p.connection_id, p.request_seq",
+        )?
+        .query_map(
+            params![session.map(|s| s.connection_id), session.map(|s| &s.session_id)],
+            |r| {
+                let agent_info = parse_json(r.get(6)?);
+                Ok(RecordedPermission {
+                    connection_id: r.get(0)?,
+                    session_id: r.get(1)?,
+                    tool_call_id: r.get(2)?,
+                    request_seq: r.get(3)?,
+                    request: r.get(4)?,
+                    cwd: r.get(5)?,
+                    agent_name: agent_info
+                        .as_ref()
+                        .and_then(|i| i.get("name"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    outcome: r.get(7)?,
+                    option_id: r.get(8)?,
+                    option_kind: r.get(9)?,
+                    decided_by: r.get(10)?,
+                    earlier_updates: Vec::new(),
+                })
+            },
+        )?
+        .collect::<Result<_, _>>()?;
+    let mut earlier = conn.prepare(
+        "SELECT raw FROM messages
+         WHERE connection_id = ?1 AND session_id IS ?2 AND tool_call_id = ?3 AND seq < ?4
+           AND direction = 'a2c' AND method = 'session/update'
+         ORDER BY seq",
+    )?;
+    for row in &mut rows {
+        if let Some(tool_call_id) = &row.tool_call_id {
+            row.earlier_updates = earlier
+                .query_map(
+                    params![row.connection_id, row.session_id, tool_call_id, row.request_seq],
+                    |r| r.get(0),
+                )?
+                .collect::<Result<_, _>>()?;
+        }
+    }
+    Ok(rows)
+}

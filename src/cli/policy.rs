@@ -1,0 +1,263 @@
+//! `acptap policy check | test | replay`: trying a policy out before trusting it.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{DbArgs, print, print_json};
+use crate::policy::{Context, Decision, Policy, Verdict};
+use crate::protocol::toolcall::{ToolCall, UpdateKind};
+use crate::record::queries::{self, RecordedPermission};
+
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    #[command(subcommand)]
+    pub command: PolicyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Decide one permission request (a file with its params, or the whole JSON-RPC message).
+    Check(CheckArgs),
+    /// Run the `match` / `not_match` examples and `[[test]]` blocks of policy files.
+    Test(TestArgs),
+    /// Decide every recorded permission request again and compare with what the user chose.
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// A policy file (repeatable; rules are taken in order).
+    #[arg(long = "policy", value_name = "FILE", required = true)]
+    pub policies: Vec<PathBuf>,
+    /// The request: params of a session/request_permission, or the whole message.
+    #[arg(long, value_name = "REQUEST.json")]
+    pub request: PathBuf,
+    /// The session's cwd [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// The agent's name as its `initialize` answer gives it (e.g. gemini-cli).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Print JSON: {"decision", "rule", "optionId", "reason"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Policy files.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A policy file (repeatable).
+    #[arg(long = "policy", value_name = "FILE", required = true)]
+    pub policies: Vec<PathBuf>,
+    /// A session id, a unique prefix, `last`, or `all`.
+    #[arg(value_name = "SESSION", default_value = "all")]
+    pub session: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: PolicyArgs) -> anyhow::Result<i32> {
+    match args.command {
+        PolicyCommand::Check(args) => check(args),
+        PolicyCommand::Test(args) => test(args),
+        PolicyCommand::Replay(args) => replay(args),
+    }
+}
+
+fn check(args: CheckArgs) -> anyhow::Result<i32> {
+    let policy = Policy::load(&args.policies)?;
+    let text = std::fs::read_to_string(&args.request)
+        .with_context(|| format!("cannot read {}", args.request.display()))?;
+    let request: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not JSON", args.request.display()))?;
+    let params = match request.get("params") {
+        Some(params) if request.get("method").is_some() => params,
+        _ => &request,
+    };
+    let cwd = match args.cwd {
+        Some(cwd) => cwd,
+        None => std::env::current_dir()?,
+    };
+    let verdict = policy.decide(
+        params,
+        None,
+        Context {
+            cwd: Some(&cwd),
+            agent: args.agent.as_deref(),
+        },
+    );
+    if args.json {
+        print_json(&verdict)?;
+    } else {
+        print(&format!(
+            "decision: {}\nrule:     {}\noption:   {}\nreason:   {}\n",
+            verdict.decision,
+            verdict.rule.as_deref().unwrap_or("-"),
+            match (&verdict.option_id, &verdict.option_kind) {
+                (Some(id), Some(kind)) => format!("{id} ({kind})"),
+                _ => "- (the request goes to the user)".into(),
+            },
+            verdict.reason
+        ))?;
+    }
+    Ok(0)
+}
+
+fn test(args: TestArgs) -> anyhow::Result<i32> {
+    let policy = Policy::load_unchecked(&args.files)?;
+    let results = policy.self_check();
+    let failed = results.iter().filter(|r| !r.passed).count();
+    if args.json {
+        print_json(&results)?;
+    } else {
+        let mut out = String::new();
+        for r in &results {
+            let mark = if r.passed { "ok  " } else { "FAIL" };
+            out.push_str(&format!("{mark} {} ({})\n", r.name, r.origin));
+            if !r.passed {
+                out.push_str(&format!("     {}\n", r.detail));
+            }
+        }
+        out.push_str(&format!("{} passed, {failed} failed\n", results.len() - failed));
+        print(&out)?;
+    }
+    Ok(if failed == 0 { 0 } else { 1 })
+}
+
+/// One recorded request decided again.
+#[derive(Debug, Serialize)]
+struct Replayed {
+    category: &'static str,
+    connection_id: i64,
+    session_id: Option<String>,
+    tool_call_id: Option<String>,
+    title: Option<String>,
+    kind: Option<String>,
+    policy: Verdict,
+    user: String,
+    decided_by: Option<String>,
+}
+
+fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
+    let policy = Policy::load(&args.policies)?;
+    let store = args.db.open()?;
+    let session = match args.session.as_str() {
+        "all" => None,
+        spec => Some(queries::resolve_session(store.connection(), spec)?),
+    };
+    let mut rows: Vec<Replayed> = queries::recorded_permissions(store.connection(), session.as_ref())?
+        .into_iter()
+        .filter_map(|recorded| decide_again(&policy, recorded))
+        .collect();
+    // The dangerous disagreement first: the policy would have allowed what the user refused.
+    let rank = |c: &str| match c {
+        "would-allow-but-user-rejected" => 0,
+        "would-deny-but-user-allowed" => 1,
+        "would-ask" => 2,
+        _ => 3,
+    };
+    rows.sort_by_key(|r| rank(r.category));
+    if args.json {
+        print_json(&rows)?;
+        return Ok(0);
+    }
+    let mut out = String::new();
+    for r in &rows {
+        out.push_str(&format!(
+            "{:<30} {:<8} {:<28} policy {} ({}) · user {}\n",
+            r.category,
+            r.kind.as_deref().unwrap_or("-"),
+            crate::inspect::one_line(r.title.as_deref().or(r.tool_call_id.as_deref()).unwrap_or("?"), 28),
+            r.policy.decision,
+            r.policy.rule.as_deref().unwrap_or("default"),
+            r.user,
+        ));
+    }
+    let count = |c: &str| rows.iter().filter(|r| r.category == c).count();
+    out.push_str(&format!(
+        "{} requests: {} would allow but the user rejected, {} would deny but the user allowed, {} would ask, {} agree\n",
+        rows.len(),
+        count("would-allow-but-user-rejected"),
+        count("would-deny-but-user-allowed"),
+        count("would-ask"),
+        count("agrees"),
+    ));
+    print(&out)?;
+    Ok(0)
+}
+
+fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replayed> {
+    let message: Value = serde_json::from_slice(&recorded.request).ok()?;
+    let params = message.get("params")?;
+    // The tool call as it stood when the request came.
+    let mut known: Option<ToolCall> = None;
+    for line in &recorded.earlier_updates {
+        let Ok(update) = serde_json::from_slice::<Value>(line) else { continue };
+        let Some(Value::Object(update)) = update.pointer("/params/update") else { continue };
+        let Some(how) = update
+            .get("sessionUpdate")
+            .and_then(Value::as_str)
+            .and_then(UpdateKind::from_session_update)
+        else {
+            continue;
+        };
+        match known.as_mut() {
+            Some(call) => {
+                call.apply(update, how);
+            }
+            None => known = Some(ToolCall::create(update, how).0),
+        }
+    }
+    let cwd = recorded.cwd.as_deref().map(std::path::Path::new);
+    let verdict = policy.decide(
+        params,
+        known.as_ref(),
+        Context {
+            cwd,
+            agent: recorded.agent_name.as_deref(),
+        },
+    );
+    let mut state = known.unwrap_or_default();
+    if let Some(Value::Object(update)) = params.get("toolCall") {
+        state.apply(update, UpdateKind::PermissionRequest);
+    }
+    let user = match (recorded.outcome.as_deref(), recorded.option_kind.as_deref()) {
+        (Some("selected"), Some(kind)) => kind.to_owned(),
+        (Some(outcome), _) => outcome.to_owned(),
+        (None, _) => "no answer".to_owned(),
+    };
+    let user_allowed = user.starts_with("allow");
+    let category = match verdict.decision {
+        Decision::Allow if !user_allowed => "would-allow-but-user-rejected",
+        Decision::Deny if user_allowed => "would-deny-but-user-allowed",
+        Decision::Ask => "would-ask",
+        _ => "agrees",
+    };
+    Some(Replayed {
+        category,
+        connection_id: recorded.connection_id,
+        session_id: recorded.session_id,
+        tool_call_id: recorded.tool_call_id,
+        title: state.text("title"),
+        kind: state.text("kind"),
+        policy: verdict,
+        user,
+        decided_by: recorded.decided_by,
+    })
+}
