@@ -3,6 +3,7 @@
 mod demo;
 mod faults;
 mod lifecycle;
+mod policy;
 mod samples;
 mod sdk;
 mod streams;

@@ -1,0 +1,247 @@
+//! Policies end to end through the binary: an auto-allowed or denied request never reaches the
+//! client and the agent gets exactly one answer with its own id; an ask goes to the client and
+//! its answer reaches the agent; the recording says who decided.
+
+use std::ffi::OsStr;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::util::{Record, Sandbox, example_bin, finish, play_client};
+
+/// One line of a scenario, and whether the client takes part in it.
+struct Step {
+    record: Record,
+    client_sees: bool,
+}
+
+fn step(dir: &str, message: serde_json::Value, client_sees: bool) -> Step {
+    let mut bytes = serde_json::to_vec(&message).unwrap();
+    bytes.push(b'\n');
+    Step {
+        record: Record {
+            dir: dir.into(),
+            bytes,
+        },
+        client_sees,
+    }
+}
+
+/// Exactly the bytes acptap writes when it answers a permission request.
+fn acptap_answer(id: serde_json::Value, option: &str) -> Step {
+    let line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"outcome\":{{\"outcome\":\"selected\",\"optionId\":\"{option}\"}}}}}}\n"
+    );
+    Step {
+        record: Record {
+            dir: "c2a".into(),
+            bytes: line.into_bytes(),
+        },
+        client_sees: false,
+    }
+}
+
+fn permission(id: serde_json::Value, tool_call_id: &str) -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission", "params": {
+        "sessionId": "s1", "toolCall": {"toolCallId": tool_call_id},
+        "options": [
+            {"optionId": "always", "name": "Always", "kind": "allow_always"},
+            {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+        ]}})
+}
+
+fn update(update: serde_json::Value) -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": update}})
+}
+
+const POLICY: &str = r#"
+version = 1
+default = "ask"
+
+[[rule]]
+id = "no-system-files"
+decision = "deny"
+paths = ["/etc/**"]
+
+[[rule]]
+id = "read-project"
+decision = "allow"
+kind = "read"
+paths = ["${cwd}/**"]
+"#;
+
+/// The scenario: a read the policy allows (numeric id), an edit of /etc/hosts it denies (string
+/// id), and a command it leaves to the client.
+fn scenario(project: &str, shadow: bool) -> Vec<Step> {
+    let readme = format!("{project}/README.md");
+    let mut steps = vec![
+        step("c2a", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}), true),
+        step("a2c", json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentInfo": {"name": "scripted"}}}), true),
+        step("c2a", json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": project, "mcpServers": []}}), true),
+        step("a2c", json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s1"}}), true),
+        step("c2a", json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": []}}), true),
+        step("a2c", update(json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read README", "kind": "read", "status": "pending", "locations": [{"path": readme}]})), true),
+        step("a2c", permission(json!(0), "t1"), shadow),
+    ];
+    if shadow {
+        steps.push(step("c2a", json!({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}), true));
+    } else {
+        steps.push(acptap_answer(json!(0), "allow"));
+    }
+    steps.push(step("a2c", update(json!({"sessionUpdate": "tool_call", "toolCallId": "t2", "title": "Edit hosts", "kind": "edit", "status": "pending", "content": [{"type": "diff", "path": "/etc/hosts", "oldText": "a", "newText": "b"}]})), true));
+    steps.push(step("a2c", permission(json!("perm-x"), "t2"), shadow));
+    if shadow {
+        steps.push(step("c2a", json!({"jsonrpc": "2.0", "id": "perm-x", "result": {"outcome": {"outcome": "selected", "optionId": "reject"}}}), true));
+    } else {
+        steps.push(acptap_answer(json!("perm-x"), "reject"));
+    }
+    steps.extend([
+        step("a2c", update(json!({"sessionUpdate": "tool_call", "toolCallId": "t3", "title": "make deploy", "kind": "execute", "rawInput": {"command": "make deploy"}})), true),
+        step("a2c", permission(json!(1), "t3"), true),
+        step("c2a", json!({"jsonrpc": "2.0", "id": 1, "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}), true),
+        step("a2c", update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "t3", "status": "completed"})), true),
+        step("a2c", json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}), true),
+    ]);
+    steps
+}
+
+/// Runs the scenario: the peer plays the agent's side (and checks every byte it receives), the
+/// test plays the client's (and checks every byte it receives).
+fn run_scenario(shadow: bool) -> Sandbox {
+    let sb = Sandbox::new();
+    let project = sb.path("project");
+    std::fs::create_dir(&project).unwrap();
+    let policy = sb.path("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let steps = scenario(project.to_str().unwrap(), shadow);
+    let transcript = sb.path("agent.jsonl");
+    let lines: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            let text = String::from_utf8(s.record.bytes[..s.record.bytes.len() - 1].to_vec()).unwrap();
+            json!({"dir": s.record.dir, "eol": true, "text": text}).to_string()
+        })
+        .collect();
+    std::fs::write(&transcript, lines.join("\n")).unwrap();
+    let mut extra = vec!["--policy", policy.to_str().unwrap()];
+    if shadow {
+        extra.push("--shadow");
+    }
+    let peer = example_bin("peer");
+    let mut child = sb.proxy(&extra, &[peer.as_os_str(), OsStr::new("script"), transcript.as_os_str()]);
+    let client_side: Vec<Record> = steps
+        .into_iter()
+        .filter(|s| s.client_sees)
+        .map(|s| s.record)
+        .collect();
+    play_client(&mut child, &client_side);
+    let output = finish(child, Duration::from_secs(30));
+    assert!(
+        output.status.success(),
+        "the agent did not get exactly the expected answers: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    sb
+}
+
+type Decided = (String, Option<String>, Option<String>, Option<String>, Option<String>, Option<bool>);
+
+fn decisions(sb: &Sandbox) -> Vec<Decided> {
+    let conn = sb.conn();
+    let mut stmt = conn
+        .prepare(
+            "SELECT tool_call_id, decided_by, option_id, policy_decision, policy_rule, policy_shadow
+             FROM permission_requests ORDER BY request_seq",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn some(s: &str) -> Option<String> {
+    Some(s.to_owned())
+}
+
+#[test]
+fn allowed_and_denied_requests_are_answered_by_acptap_and_ask_goes_to_the_client() {
+    let sb = run_scenario(false);
+    assert_eq!(
+        decisions(&sb),
+        vec![
+            ("t1".into(), some("policy"), some("allow"), some("allow"), some("read-project"), Some(false)),
+            ("t2".into(), some("policy"), some("reject"), some("deny"), some("no-system-files"), Some(false)),
+            ("t3".into(), some("client"), some("allow"), some("ask"), None, Some(false)),
+        ]
+    );
+    assert_eq!(sb.count("SELECT count(*) FROM messages WHERE forwarded = 0"), 2);
+    assert_eq!(
+        sb.count("SELECT count(*) FROM messages WHERE origin = 'acptap' AND direction = 'c2a' AND kind = 'response'"),
+        2
+    );
+    let hash: String = sb
+        .conn()
+        .query_row("SELECT policy_hash FROM permission_requests WHERE tool_call_id = 't1'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(hash.len(), 64);
+    let shown = String::from_utf8(sb.acptap(&["show", "s1"]).stdout).unwrap();
+    assert!(shown.contains("allow (allow_once) · by policy"), "{shown}");
+}
+
+#[test]
+fn shadow_mode_records_the_policy_but_the_client_decides() {
+    let sb = run_scenario(true);
+    assert_eq!(
+        decisions(&sb),
+        vec![
+            ("t1".into(), some("client"), some("allow"), some("allow"), some("read-project"), Some(true)),
+            ("t2".into(), some("client"), some("reject"), some("deny"), some("no-system-files"), Some(true)),
+            ("t3".into(), some("client"), some("allow"), some("ask"), None, Some(true)),
+        ]
+    );
+    assert_eq!(sb.count("SELECT count(*) FROM messages WHERE forwarded = 0 OR origin = 'acptap'"), 0);
+}
+
+#[test]
+fn a_policy_that_does_not_load_stops_run_before_the_agent_starts() {
+    let sb = Sandbox::new();
+    let policy = sb.path("bad.toml");
+    std::fs::write(&policy, "version = 1\n\n[[rule]]\nid = \"x\"\ndecision = \"allow\"\nkind = \"read\"\npath = [\"/\"]\n").unwrap();
+    let pidfile = sb.path("agent.pid");
+    let peer = example_bin("peer");
+    let child = sb.proxy(
+        &["--policy", policy.to_str().unwrap()],
+        &[peer.as_os_str(), OsStr::new("linger"), pidfile.as_os_str()],
+    );
+    let output = finish(child, Duration::from_secs(30));
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bad.toml:7") && stderr.contains("path"), "{stderr}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!pidfile.exists(), "the agent was started");
+}
+
+#[test]
+fn policy_check_prints_the_decision_as_json() {
+    let sb = Sandbox::new();
+    let policy = sb.path("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let request = sb.path("request.json");
+    std::fs::write(&request, serde_json::to_vec(&permission(json!(7), "t")).unwrap()).unwrap();
+    // The whole message, with a toolCall that reads inside --cwd.
+    let mut message = permission(json!(7), "t");
+    message["params"]["toolCall"] = json!({"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]});
+    std::fs::write(&request, serde_json::to_vec(&message).unwrap()).unwrap();
+    let out = sb.acptap(&[
+        "policy", "check", "--policy", policy.to_str().unwrap(), "--request", request.to_str().unwrap(),
+        "--cwd", "/work/p", "--json",
+    ]);
+    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        verdict,
+        json!({"decision": "allow", "rule": "read-project", "optionId": "allow", "reason": "rule `read-project` (".to_owned()
+            + policy.to_str().unwrap() + ":10)"})
+    );
+}
