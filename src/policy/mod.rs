@@ -587,7 +587,6 @@ fn loose_words(text: &str) -> Vec<Vec<String>> {
         segment
             .split(|c: char| c.is_whitespace() || c == '\'' || c == '"')
             .map(|w| w.replace('\\', ""))
-            .map(|w| w.trim_start_matches('$').to_owned())
             .filter(|w| !w.is_empty())
             .collect::<Vec<_>>()
     })

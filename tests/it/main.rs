@@ -4,6 +4,7 @@ mod demo;
 mod faults;
 mod lifecycle;
 mod policy;
+// mod policy_corpus; (enabled with the shell analysis)
 mod samples;
 mod sdk;
 mod streams;

@@ -245,3 +245,31 @@ fn policy_check_prints_the_decision_as_json() {
             + policy.to_str().unwrap() + ":10)"})
     );
 }
+
+#[test]
+fn policy_replay_shows_would_allow_but_user_rejected_first() {
+    use crate::util::{SAMPLES, fixture, load_transcript};
+    let sb = Sandbox::new();
+    // Record two real sessions: one where the user approved everything, one where they refused.
+    for sample in [SAMPLES[2], SAMPLES[3]] {
+        let path = fixture(sample);
+        let peer = example_bin("peer");
+        let mut child = sb.proxy(&[], &[peer.as_os_str(), OsStr::new("script"), path.as_os_str()]);
+        play_client(&mut child, &load_transcript(&path));
+        assert!(finish(child, Duration::from_secs(30)).status.success());
+    }
+    let policy = sb.path("edits.toml");
+    std::fs::write(&policy, "version = 1\n[[rule]]\nid = \"edits\"\ndecision = \"allow\"\nkind = \"edit\"\npaths = [\"${cwd}/**\"]\n").unwrap();
+    let out = sb.acptap(&["policy", "replay", "--policy", policy.to_str().unwrap(), "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{rows:#?}");
+    assert_eq!(rows[0]["category"], "would-allow-but-user-rejected");
+    assert_eq!(rows[0]["tool_call_id"], "call_s1_0_kZP6YJxp");
+    assert_eq!(rows[0]["user"], "reject_once");
+    assert_eq!(rows[0]["policy"]["rule"], "edits");
+    let categories: Vec<&str> = rows.iter().map(|r| r["category"].as_str().unwrap()).collect();
+    assert_eq!(categories, vec!["would-allow-but-user-rejected", "would-ask", "agrees"]);
+    let text = String::from_utf8(sb.acptap(&["policy", "replay", "--policy", policy.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("3 requests: 1 would allow but the user rejected"), "{text}");
+}
