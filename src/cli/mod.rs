@@ -40,6 +40,10 @@ pub enum Command {
     Show(ShowArgs),
     /// List tool calls, of one session or of all.
     Tools(ToolsArgs),
+    /// Write a recorded session's connection as a transcript (exact lines, direction and time).
+    Export(ExportArgs),
+    /// Load a transcript (as `export` writes it, or shared/samples) into the database.
+    Import(ImportArgs),
     /// Try a policy out: decide one request, run a policy's tests, or replay recorded requests.
     Policy(policy::PolicyArgs),
     /// Run a complete demo session (built-in client and agent) through the real proxy and show it.
@@ -147,6 +151,38 @@ pub struct ToolsArgs {
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One JSON record a line: {"seq", "t", "dir", "eol", "text"}.
+    Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last`; its whole connection is exported.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: ExportFormat,
+    /// Write here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The transcript (JSON lines).
+    #[arg(value_name = "FILE.jsonl")]
+    pub file: PathBuf,
+    /// A label for the imported connection [default: the file name]
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -272,6 +308,61 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             } else {
                 print(&inspect::render_tools(&rows))?;
             }
+            Ok(0)
+        }
+        Command::Export(args) => {
+            let store = args.db.open()?;
+            let session = queries::resolve_session(store.connection(), &args.session)?;
+            let records = crate::record::transcript::export(&store, session.connection_id)?;
+            let mut text = String::new();
+            for record in &records {
+                text.push_str(&serde_json::to_string(record)?);
+                text.push('\n');
+            }
+            match args.output {
+                Some(path) => std::fs::write(&path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+                None => print(&text)?,
+            }
+            Ok(0)
+        }
+        Command::Import(args) => {
+            let text = std::fs::read_to_string(&args.file)
+                .with_context(|| format!("cannot read {}", args.file.display()))?;
+            let records = crate::record::transcript::parse(&text)
+                .with_context(|| format!("{} is not a transcript", args.file.display()))?;
+            let mut store = Store::open(&args.db.path()?)?;
+            let label = args.label.or_else(|| {
+                args.file
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+            });
+            let connection_id = crate::record::transcript::import(
+                &mut store,
+                &records,
+                crate::record::ConnectionStart {
+                    label,
+                    command: vec!["import".into(), args.file.display().to_string()],
+                    cwd: None,
+                    pid: None,
+                    started_at: crate::record::now_us(),
+                },
+            )?;
+            let sessions: Vec<String> =
+                queries::list_sessions(store.connection(), usize::MAX >> 1)?
+                    .into_iter()
+                    .filter(|s| s.connection_id == connection_id)
+                    .map(|s| s.session_id)
+                    .collect();
+            print(&format!(
+                "imported {} lines as connection {connection_id}; sessions: {}\n",
+                records.len(),
+                if sessions.is_empty() {
+                    "none".to_owned()
+                } else {
+                    sessions.join(", ")
+                }
+            ))?;
             Ok(0)
         }
         Command::Policy(args) => policy::run(args),

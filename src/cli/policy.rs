@@ -134,7 +134,10 @@ fn test(args: TestArgs) -> anyhow::Result<i32> {
                 out.push_str(&format!("     {}\n", r.detail));
             }
         }
-        out.push_str(&format!("{} passed, {failed} failed\n", results.len() - failed));
+        out.push_str(&format!(
+            "{} passed, {failed} failed\n",
+            results.len() - failed
+        ));
         print(&out)?;
     }
     Ok(if failed == 0 { 0 } else { 1 })
@@ -161,10 +164,11 @@ fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
         "all" => None,
         spec => Some(queries::resolve_session(store.connection(), spec)?),
     };
-    let mut rows: Vec<Replayed> = queries::recorded_permissions(store.connection(), session.as_ref())?
-        .into_iter()
-        .filter_map(|recorded| decide_again(&policy, recorded))
-        .collect();
+    let mut rows: Vec<Replayed> =
+        queries::recorded_permissions(store.connection(), session.as_ref())?
+            .into_iter()
+            .filter_map(|recorded| decide_again(&policy, recorded))
+            .collect();
     // The dangerous disagreement first: the policy would have allowed what the user refused.
     let rank = |c: &str| match c {
         "would-allow-but-user-rejected" => 0,
@@ -183,7 +187,13 @@ fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
             "{:<30} {:<8} {:<28} policy {} ({}) · user {}\n",
             r.category,
             r.kind.as_deref().unwrap_or("-"),
-            crate::inspect::one_line(r.title.as_deref().or(r.tool_call_id.as_deref()).unwrap_or("?"), 28),
+            crate::inspect::one_line(
+                r.title
+                    .as_deref()
+                    .or(r.tool_call_id.as_deref())
+                    .unwrap_or("?"),
+                28
+            ),
             r.policy.decision,
             r.policy.rule.as_deref().unwrap_or("default"),
             r.user,
@@ -208,8 +218,12 @@ fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replaye
     // The tool call as it stood when the request came.
     let mut known: Option<ToolCall> = None;
     for line in &recorded.earlier_updates {
-        let Ok(update) = serde_json::from_slice::<Value>(line) else { continue };
-        let Some(Value::Object(update)) = update.pointer("/params/update") else { continue };
+        let Ok(update) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        let Some(Value::Object(update)) = update.pointer("/params/update") else {
+            continue;
+        };
         let Some(how) = update
             .get("sessionUpdate")
             .and_then(Value::as_str)

@@ -16,6 +16,7 @@
 pub mod queries;
 mod queue;
 pub mod store;
+pub mod transcript;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -290,7 +291,7 @@ fn run(
 }
 
 /// Parses one line and runs it through the observer.
-fn observe(observer: &mut Observer, line: Line) -> MessageRow {
+pub(crate) fn observe(observer: &mut Observer, line: Line) -> MessageRow {
     let (kind, msg) = match line.direction {
         Direction::Stderr => (MessageKind::Stderr, None),
         _ if line.truncated => (MessageKind::Invalid, None),

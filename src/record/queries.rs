@@ -442,7 +442,12 @@ pub fn recorded_permissions(
         if let Some(tool_call_id) = &row.tool_call_id {
             row.earlier_updates = earlier
                 .query_map(
-                    params![row.connection_id, row.session_id, tool_call_id, row.request_seq],
+                    params![
+                        row.connection_id,
+                        row.session_id,
+                        tool_call_id,
+                        row.request_seq
+                    ],
                     |r| r.get(0),
                 )?
                 .collect::<Result<_, _>>()?;

@@ -8,4 +8,5 @@ mod policy;
 mod samples;
 mod sdk;
 mod streams;
+mod transcripts;
 mod util;

@@ -43,12 +43,12 @@ fn acptap_answer(id: serde_json::Value, option: &str) -> Step {
 
 fn permission(id: serde_json::Value, tool_call_id: &str) -> serde_json::Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission", "params": {
-        "sessionId": "s1", "toolCall": {"toolCallId": tool_call_id},
-        "options": [
-            {"optionId": "always", "name": "Always", "kind": "allow_always"},
-            {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-        ]}})
+    "sessionId": "s1", "toolCall": {"toolCallId": tool_call_id},
+    "options": [
+        {"optionId": "always", "name": "Always", "kind": "allow_always"},
+        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+    ]}})
 }
 
 fn update(update: serde_json::Value) -> serde_json::Value {
@@ -76,12 +76,38 @@ paths = ["${cwd}/**"]
 fn scenario(project: &str, shadow: bool) -> Vec<Step> {
     let readme = format!("{project}/README.md");
     let mut steps = vec![
-        step("c2a", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}), true),
-        step("a2c", json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentInfo": {"name": "scripted"}}}), true),
-        step("c2a", json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": project, "mcpServers": []}}), true),
-        step("a2c", json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s1"}}), true),
-        step("c2a", json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": []}}), true),
-        step("a2c", update(json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read README", "kind": "read", "status": "pending", "locations": [{"path": readme}]})), true),
+        step(
+            "c2a",
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+            true,
+        ),
+        step(
+            "a2c",
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentInfo": {"name": "scripted"}}}),
+            true,
+        ),
+        step(
+            "c2a",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": project, "mcpServers": []}}),
+            true,
+        ),
+        step(
+            "a2c",
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s1"}}),
+            true,
+        ),
+        step(
+            "c2a",
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": []}}),
+            true,
+        ),
+        step(
+            "a2c",
+            update(
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read README", "kind": "read", "status": "pending", "locations": [{"path": readme}]}),
+            ),
+            true,
+        ),
         step("a2c", permission(json!(0), "t1"), shadow),
     ];
     if shadow {
@@ -119,7 +145,8 @@ fn run_scenario(shadow: bool) -> Sandbox {
     let lines: Vec<String> = steps
         .iter()
         .map(|s| {
-            let text = String::from_utf8(s.record.bytes[..s.record.bytes.len() - 1].to_vec()).unwrap();
+            let text =
+                String::from_utf8(s.record.bytes[..s.record.bytes.len() - 1].to_vec()).unwrap();
             json!({"dir": s.record.dir, "eol": true, "text": text}).to_string()
         })
         .collect();
@@ -129,7 +156,14 @@ fn run_scenario(shadow: bool) -> Sandbox {
         extra.push("--shadow");
     }
     let peer = example_bin("peer");
-    let mut child = sb.proxy(&extra, &[peer.as_os_str(), OsStr::new("script"), transcript.as_os_str()]);
+    let mut child = sb.proxy(
+        &extra,
+        &[
+            peer.as_os_str(),
+            OsStr::new("script"),
+            transcript.as_os_str(),
+        ],
+    );
     let client_side: Vec<Record> = steps
         .into_iter()
         .filter(|s| s.client_sees)
@@ -145,7 +179,14 @@ fn run_scenario(shadow: bool) -> Sandbox {
     sb
 }
 
-type Decided = (String, Option<String>, Option<String>, Option<String>, Option<String>, Option<bool>);
+type Decided = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<bool>,
+);
 
 fn decisions(sb: &Sandbox) -> Vec<Decided> {
     let conn = sb.conn();
@@ -155,10 +196,19 @@ fn decisions(sb: &Sandbox) -> Vec<Decided> {
              FROM permission_requests ORDER BY request_seq",
         )
         .unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    stmt.query_map([], |r| {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
 }
 
 fn some(s: &str) -> Option<String> {
@@ -171,19 +221,47 @@ fn allowed_and_denied_requests_are_answered_by_acptap_and_ask_goes_to_the_client
     assert_eq!(
         decisions(&sb),
         vec![
-            ("t1".into(), some("policy"), some("allow"), some("allow"), some("read-project"), Some(false)),
-            ("t2".into(), some("policy"), some("reject"), some("deny"), some("no-system-files"), Some(false)),
-            ("t3".into(), some("client"), some("allow"), some("ask"), None, Some(false)),
+            (
+                "t1".into(),
+                some("policy"),
+                some("allow"),
+                some("allow"),
+                some("read-project"),
+                Some(false)
+            ),
+            (
+                "t2".into(),
+                some("policy"),
+                some("reject"),
+                some("deny"),
+                some("no-system-files"),
+                Some(false)
+            ),
+            (
+                "t3".into(),
+                some("client"),
+                some("allow"),
+                some("ask"),
+                None,
+                Some(false)
+            ),
         ]
     );
-    assert_eq!(sb.count("SELECT count(*) FROM messages WHERE forwarded = 0"), 2);
+    assert_eq!(
+        sb.count("SELECT count(*) FROM messages WHERE forwarded = 0"),
+        2
+    );
     assert_eq!(
         sb.count("SELECT count(*) FROM messages WHERE origin = 'acptap' AND direction = 'c2a' AND kind = 'response'"),
         2
     );
     let hash: String = sb
         .conn()
-        .query_row("SELECT policy_hash FROM permission_requests WHERE tool_call_id = 't1'", [], |r| r.get(0))
+        .query_row(
+            "SELECT policy_hash FROM permission_requests WHERE tool_call_id = 't1'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(hash.len(), 64);
     let shown = String::from_utf8(sb.acptap(&["show", "s1"]).stdout).unwrap();
@@ -196,12 +274,36 @@ fn shadow_mode_records_the_policy_but_the_client_decides() {
     assert_eq!(
         decisions(&sb),
         vec![
-            ("t1".into(), some("client"), some("allow"), some("allow"), some("read-project"), Some(true)),
-            ("t2".into(), some("client"), some("reject"), some("deny"), some("no-system-files"), Some(true)),
-            ("t3".into(), some("client"), some("allow"), some("ask"), None, Some(true)),
+            (
+                "t1".into(),
+                some("client"),
+                some("allow"),
+                some("allow"),
+                some("read-project"),
+                Some(true)
+            ),
+            (
+                "t2".into(),
+                some("client"),
+                some("reject"),
+                some("deny"),
+                some("no-system-files"),
+                Some(true)
+            ),
+            (
+                "t3".into(),
+                some("client"),
+                some("allow"),
+                some("ask"),
+                None,
+                Some(true)
+            ),
         ]
     );
-    assert_eq!(sb.count("SELECT count(*) FROM messages WHERE forwarded = 0 OR origin = 'acptap'"), 0);
+    assert_eq!(
+        sb.count("SELECT count(*) FROM messages WHERE forwarded = 0 OR origin = 'acptap'"),
+        0
+    );
 }
 
 #[test]
@@ -218,7 +320,10 @@ fn a_policy_that_does_not_load_stops_run_before_the_agent_starts() {
     let output = finish(child, Duration::from_secs(30));
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("bad.toml:7") && stderr.contains("path"), "{stderr}");
+    assert!(
+        stderr.contains("bad.toml:7") && stderr.contains("path"),
+        "{stderr}"
+    );
     std::thread::sleep(Duration::from_millis(200));
     assert!(!pidfile.exists(), "the agent was started");
 }
@@ -229,14 +334,26 @@ fn policy_check_prints_the_decision_as_json() {
     let policy = sb.path("policy.toml");
     std::fs::write(&policy, POLICY).unwrap();
     let request = sb.path("request.json");
-    std::fs::write(&request, serde_json::to_vec(&permission(json!(7), "t")).unwrap()).unwrap();
+    std::fs::write(
+        &request,
+        serde_json::to_vec(&permission(json!(7), "t")).unwrap(),
+    )
+    .unwrap();
     // The whole message, with a toolCall that reads inside --cwd.
     let mut message = permission(json!(7), "t");
-    message["params"]["toolCall"] = json!({"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]});
+    message["params"]["toolCall"] =
+        json!({"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]});
     std::fs::write(&request, serde_json::to_vec(&message).unwrap()).unwrap();
     let out = sb.acptap(&[
-        "policy", "check", "--policy", policy.to_str().unwrap(), "--request", request.to_str().unwrap(),
-        "--cwd", "/work/p", "--json",
+        "policy",
+        "check",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--request",
+        request.to_str().unwrap(),
+        "--cwd",
+        "/work/p",
+        "--json",
     ]);
     let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -254,13 +371,22 @@ fn policy_replay_shows_would_allow_but_user_rejected_first() {
     for sample in [SAMPLES[2], SAMPLES[3]] {
         let path = fixture(sample);
         let peer = example_bin("peer");
-        let mut child = sb.proxy(&[], &[peer.as_os_str(), OsStr::new("script"), path.as_os_str()]);
+        let mut child = sb.proxy(
+            &[],
+            &[peer.as_os_str(), OsStr::new("script"), path.as_os_str()],
+        );
         play_client(&mut child, &load_transcript(&path));
         assert!(finish(child, Duration::from_secs(30)).status.success());
     }
     let policy = sb.path("edits.toml");
     std::fs::write(&policy, "version = 1\n[[rule]]\nid = \"edits\"\ndecision = \"allow\"\nkind = \"edit\"\npaths = [\"${cwd}/**\"]\n").unwrap();
-    let out = sb.acptap(&["policy", "replay", "--policy", policy.to_str().unwrap(), "--json"]);
+    let out = sb.acptap(&[
+        "policy",
+        "replay",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--json",
+    ]);
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 3, "{rows:#?}");
@@ -268,8 +394,21 @@ fn policy_replay_shows_would_allow_but_user_rejected_first() {
     assert_eq!(rows[0]["tool_call_id"], "call_s1_0_kZP6YJxp");
     assert_eq!(rows[0]["user"], "reject_once");
     assert_eq!(rows[0]["policy"]["rule"], "edits");
-    let categories: Vec<&str> = rows.iter().map(|r| r["category"].as_str().unwrap()).collect();
-    assert_eq!(categories, vec!["would-allow-but-user-rejected", "would-ask", "agrees"]);
-    let text = String::from_utf8(sb.acptap(&["policy", "replay", "--policy", policy.to_str().unwrap()]).stdout).unwrap();
-    assert!(text.contains("3 requests: 1 would allow but the user rejected"), "{text}");
+    let categories: Vec<&str> = rows
+        .iter()
+        .map(|r| r["category"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        categories,
+        vec!["would-allow-but-user-rejected", "would-ask", "agrees"]
+    );
+    let text = String::from_utf8(
+        sb.acptap(&["policy", "replay", "--policy", policy.to_str().unwrap()])
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains("3 requests: 1 would allow but the user rejected"),
+        "{text}"
+    );
 }
