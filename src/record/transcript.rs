@@ -77,7 +77,7 @@ impl TranscriptRecord {
 }
 
 fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return Err("`hex` has an odd number of digits".into());
     }
     (0..hex.len())
