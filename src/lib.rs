@@ -22,3 +22,4 @@ pub mod policy;
 pub mod protocol;
 pub mod proxy;
 pub mod record;
+pub mod replay;

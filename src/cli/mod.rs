@@ -40,6 +40,9 @@ pub enum Command {
     Show(ShowArgs),
     /// List tool calls, of one session or of all.
     Tools(ToolsArgs),
+    /// Replay a recorded session: as the agent toward a live client (on stdin/stdout), or as the
+    /// client toward a live agent (`--as client -- AGENT...`).
+    Replay(ReplayArgs),
     /// Write a recorded session's connection as a transcript (exact lines, direction and time).
     Export(ExportArgs),
     /// Load a transcript (as `export` writes it, or shared/samples) into the database.
@@ -50,7 +53,12 @@ pub enum Command {
     Demo(DemoArgs),
     /// The built-in demo agent: speaks ACP on stdin/stdout (used by `acptap demo`).
     #[command(hide = true)]
-    DemoAgent,
+    DemoAgent {
+        /// Behave differently from the recording (for testing `replay --as client`): one tool
+        /// call fewer, one title changed, another stop reason.
+        #[arg(long)]
+        altered: bool,
+    },
 }
 
 /// Where recordings are.
@@ -151,6 +159,61 @@ pub struct ToolsArgs {
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplayRole {
+    /// Play the recorded agent; a live client talks to acptap's stdin/stdout.
+    Agent,
+    /// Play the recorded client against a live agent started from the command after `--`.
+    Client,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SessionIds {
+    /// Send the recorded session ids.
+    Keep,
+    /// Give each recorded session a new id.
+    Rewrite,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FsSource {
+    /// Answer the agent's fs/* requests from the recording.
+    Recorded,
+    /// Serve the real file system.
+    Real,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last`; its whole connection is replayed.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// Which side acptap plays.
+    #[arg(long = "as", value_enum, value_name = "ROLE")]
+    pub role: ReplayRole,
+    /// As agent: replay with the recorded timing divided by N (1: real time) [default: as fast as
+    /// the client reads]
+    #[arg(long, value_name = "N")]
+    pub speed: Option<f64>,
+    /// As agent: end the replay at the first client request the recording cannot answer.
+    #[arg(long)]
+    pub strict: bool,
+    /// As agent: keep or rewrite the recorded session ids.
+    #[arg(long, value_enum, default_value = "keep")]
+    pub session_ids: SessionIds,
+    /// As client: the cwd sent in session/new [default: the recorded one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// As client: where the agent's fs/* requests are answered from.
+    #[arg(long, value_enum, default_value = "recorded")]
+    pub fs: FsSource,
+    /// As client: the agent command and its arguments, after `--`.
+    #[arg(last = true, value_name = "AGENT")]
+    pub agent: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -310,6 +373,53 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
+        Command::Replay(args) => {
+            let store = args.db.open()?;
+            let session = queries::resolve_session(store.connection(), &args.session)?;
+            let script = crate::replay::script::load(&store, session.connection_id)?;
+            match args.role {
+                ReplayRole::Agent => {
+                    if !args.agent.is_empty() {
+                        anyhow::bail!(
+                            "`--as agent` plays the agent itself: drop the command after `--`"
+                        );
+                    }
+                    crate::replay::agent::replay_as_agent(
+                        &script,
+                        std::io::stdin().lock(),
+                        std::io::stdout().lock(),
+                        crate::replay::agent::AgentReplayOptions {
+                            speed: args.speed,
+                            strict: args.strict,
+                            rewrite_session_ids: args.session_ids == SessionIds::Rewrite,
+                        },
+                    )?;
+                    Ok(0)
+                }
+                ReplayRole::Client => {
+                    if args.agent.is_empty() {
+                        anyhow::bail!(
+                            "`--as client` needs the agent to drive: `acptap replay SESSION --as client -- AGENT [ARGS...]`"
+                        );
+                    }
+                    let db = args.db.path()?;
+                    drop(store);
+                    let report = crate::replay::client::replay_as_client(
+                        crate::replay::client::ClientReplayOptions {
+                            db,
+                            original: session,
+                            script,
+                            agent: args.agent,
+                            cwd: args.cwd,
+                            real_fs: args.fs == FsSource::Real,
+                        },
+                    )?;
+                    print(&report.render())?;
+                    // A CI gate: 0 when the live agent did what was recorded, 1 when it did not.
+                    Ok(if report.is_empty() { 0 } else { 1 })
+                }
+            }
+        }
         Command::Export(args) => {
             let store = args.db.open()?;
             let session = queries::resolve_session(store.connection(), &args.session)?;
@@ -367,8 +477,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Policy(args) => policy::run(args),
         Command::Demo(args) => crate::demo::run_demo(args.db),
-        Command::DemoAgent => {
-            crate::demo::agent::run(std::io::stdin().lock(), std::io::stdout().lock())?;
+        Command::DemoAgent { altered } => {
+            crate::demo::agent::run(std::io::stdin().lock(), std::io::stdout().lock(), altered)?;
             Ok(0)
         }
     }

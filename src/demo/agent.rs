@@ -60,8 +60,9 @@ impl<R: BufRead, W: Write> Peer<R, W> {
     }
 }
 
-/// Serves ACP on `input`/`output` until end of input.
-pub fn run(input: impl BufRead, output: impl Write) -> io::Result<()> {
+/// Serves ACP on `input`/`output` until end of input. `altered` plays a slightly different turn
+/// (no failing test run, another search title, stop reason `max_tokens`), to test replays.
+pub fn run(input: impl BufRead, output: impl Write, altered: bool) -> io::Result<()> {
     let mut peer = Peer {
         input,
         output,
@@ -99,8 +100,8 @@ pub fn run(input: impl BufRead, output: impl Write) -> io::Result<()> {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_owned();
-                play_turn(&mut peer, &session_id, &cwd)?;
-                json!({"stopReason": "end_turn"})
+                play_turn(&mut peer, &session_id, &cwd, altered)?;
+                json!({"stopReason": if altered { "max_tokens" } else { "end_turn" }})
             }
             _ => {
                 peer.send(json!({
@@ -131,7 +132,12 @@ fn text(t: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": t}})
 }
 
-fn play_turn<R: BufRead, W: Write>(peer: &mut Peer<R, W>, sid: &str, cwd: &str) -> io::Result<()> {
+fn play_turn<R: BufRead, W: Write>(
+    peer: &mut Peer<R, W>,
+    sid: &str,
+    cwd: &str,
+    altered: bool,
+) -> io::Result<()> {
     let readme = format!("{cwd}/README.md");
     let main_rs = format!("{cwd}/src/main.rs");
     peer.update(
@@ -181,7 +187,7 @@ fn play_turn<R: BufRead, W: Write>(peer: &mut Peer<R, W>, sid: &str, cwd: &str) 
     peer.update(
         sid,
         json!({"sessionUpdate": "tool_call_update", "toolCallId": "demo_search",
-        "title": "Search for TODO", "kind": "search", "status": "in_progress",
+        "title": if altered { "Search for FIXME" } else { "Search for TODO" }, "kind": "search", "status": "in_progress",
         "rawInput": {"pattern": "TODO", "path": cwd}}),
     )?;
     peer.update(
@@ -245,19 +251,21 @@ fn play_turn<R: BufRead, W: Write>(peer: &mut Peer<R, W>, sid: &str, cwd: &str) 
         )?;
     }
 
-    // A command that fails.
-    peer.update(
-        sid,
-        json!({"sessionUpdate": "tool_call", "toolCallId": "demo_test",
-        "title": "cargo test", "kind": "execute", "status": "in_progress",
-        "rawInput": {"command": "cargo test"}}),
-    )?;
-    peer.update(
-        sid,
-        json!({"sessionUpdate": "tool_call_update", "toolCallId": "demo_test",
-        "status": "failed", "content": [text("test greets_by_name ... FAILED")],
-        "rawOutput": {"exit_code": 101, "stderr": "1 test failed"}}),
-    )?;
+    // A command that fails (the altered agent skips it).
+    if !altered {
+        peer.update(
+            sid,
+            json!({"sessionUpdate": "tool_call", "toolCallId": "demo_test",
+            "title": "cargo test", "kind": "execute", "status": "in_progress",
+            "rawInput": {"command": "cargo test"}}),
+        )?;
+        peer.update(
+            sid,
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "demo_test",
+            "status": "failed", "content": [text("test greets_by_name ... FAILED")],
+            "rawOutput": {"exit_code": 101, "stderr": "1 test failed"}}),
+        )?;
+    }
 
     // A custom kind and status, kept verbatim; then a field cleared with null.
     peer.update(

@@ -24,6 +24,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_policy.sql"),
+    include_str!("../../migrations/0003_replay.sql"),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -190,6 +191,15 @@ impl Store {
                 end.exit_signal,
                 end.lost_messages
             ],
+        )?;
+        Ok(())
+    }
+
+    /// Marks `connection_id` as a replay of `original`.
+    pub fn link_replay(&mut self, connection_id: i64, original: i64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE connections SET replay_of = ?2 WHERE id = ?1",
+            params![connection_id, original],
         )?;
         Ok(())
     }

@@ -1,0 +1,458 @@
+//! `acptap replay SESSION --as client -- AGENT`: drives a live agent with a recorded client, then
+//! reports where the agent departed from the recording.
+//!
+//! The live agent runs behind `acptap run` (so the live run is recorded like any other, as a new
+//! connection whose `replay_of` names the original). The replay sends the recorded client
+//! requests in order (session ids mapped to the live ones, `--cwd` in place of the recorded cwd),
+//! sends a recorded `session/cancel` at the same point of its turn (after as many agent lines as
+//! the recording had, or as much time), and answers the agent's requests from the recording:
+//! permission requests by tool kind and title (the option of the kind the user chose), fs reads
+//! and writes by path (or from the real file system with `--fs real`), anything else by method.
+//!
+//! Exit status: 0 when the live run matches the recording, 1 when it diverges, 2 on error.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+
+use super::divergence;
+use super::script::{ScriptLine, with_id, with_renamed_strings};
+use crate::protocol::{Direction, Message, MessageKind, parse_line};
+use crate::record::Store;
+use crate::record::queries::SessionRef;
+
+/// How long the replay waits for the agent before it gives up on a turn.
+const AGENT_PATIENCE: Duration = Duration::from_secs(120);
+
+pub struct ClientReplayOptions {
+    pub db: PathBuf,
+    pub original: SessionRef,
+    pub script: Vec<ScriptLine>,
+    pub agent: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub real_fs: bool,
+}
+
+/// A recorded agent request and the client's recorded answer.
+struct RecordedExchange {
+    request: Message,
+    answer: Option<ScriptLine>,
+    used: bool,
+}
+
+/// How the replay answers a live agent request.
+enum Reply {
+    /// The recorded answer line, byte for byte but for the id.
+    Recorded(Vec<u8>),
+    Result(Value),
+    Error(String),
+}
+
+struct Driver {
+    to_agent: std::process::ChildStdin,
+    from_agent: mpsc::Receiver<Message>,
+    exchanges: Vec<RecordedExchange>,
+    /// Recorded string -> live string: session ids, and the cwd with --cwd.
+    renames: HashMap<String, String>,
+    real_fs: bool,
+}
+
+fn key(message: &Message) -> (Option<String>, Option<String>) {
+    let params = message.params();
+    match message.method.as_deref() {
+        Some("session/request_permission") => {
+            let call = params.and_then(|p| p.get("toolCall"));
+            let field = |f: &str| {
+                call.and_then(|c| c.get(f))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            (field("kind"), field("title"))
+        }
+        Some(m) if m.starts_with("fs/") => (
+            params
+                .and_then(|p| p.get("path"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            None,
+        ),
+        _ => (None, None),
+    }
+}
+
+impl Driver {
+    fn send(&mut self, line: &[u8]) -> anyhow::Result<()> {
+        self.to_agent.write_all(line)?;
+        self.to_agent.flush()?;
+        Ok(())
+    }
+
+    fn send_json(&mut self, value: Value) -> anyhow::Result<()> {
+        let mut line = serde_json::to_vec(&value)?;
+        line.push(b'\n');
+        self.send(&line)
+    }
+
+    fn next(&mut self, timeout: Duration) -> anyhow::Result<Option<Message>> {
+        match self.from_agent.recv_timeout(timeout) {
+            Ok(message) => Ok(Some(message)),
+            Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => bail!("the agent closed its output"),
+        }
+    }
+
+    /// Answers a live agent request from the recording (or the real file system).
+    fn answer(&mut self, live: &Message) -> anyhow::Result<()> {
+        let Some(id) = live.id.clone() else {
+            return Ok(());
+        };
+        let method = live.method.clone().unwrap_or_default();
+        let params = live.params().cloned().unwrap_or(Value::Null);
+        let path = params
+            .get("path")
+            .and_then(Value::as_str)
+            .map(PathBuf::from);
+        let reply = match (method.as_str(), self.real_fs, &path) {
+            ("fs/read_text_file", true, Some(path)) => match std::fs::read_to_string(path) {
+                Ok(content) => Reply::Result(json!({"content": content})),
+                Err(e) => Reply::Error(format!("cannot read {}: {e}", path.display())),
+            },
+            ("fs/write_text_file", true, Some(path)) => {
+                match std::fs::write(
+                    path,
+                    params.get("content").and_then(Value::as_str).unwrap_or(""),
+                ) {
+                    Ok(()) => Reply::Result(json!({})),
+                    Err(e) => Reply::Error(format!("cannot write {}: {e}", path.display())),
+                }
+            }
+            _ => self.recorded_answer(live),
+        };
+        let json_id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+        match reply {
+            Reply::Recorded(line) => match with_id(&line, &id) {
+                Some(line) => self.send(&line),
+                None => self.send(&line),
+            },
+            Reply::Result(result) => {
+                self.send_json(json!({"jsonrpc": "2.0", "id": json_id, "result": result}))
+            }
+            Reply::Error(message) => {
+                eprintln!("acptap replay: {message}");
+                self.send_json(json!({"jsonrpc": "2.0", "id": json_id, "error": {"code": -32603, "message": format!("acptap replay: {message}")}}))
+            }
+        }
+    }
+
+    fn recorded_answer(&mut self, live: &Message) -> Reply {
+        let method = live.method.clone().unwrap_or_default();
+        let live_key = key(live);
+        // The same method and key first; for permissions, the same kind with another title next.
+        let found = self
+            .exchanges
+            .iter()
+            .position(|e| {
+                !e.used
+                    && e.request.method.as_deref() == Some(&method)
+                    && key(&e.request) == live_key
+            })
+            .or_else(|| {
+                self.exchanges.iter().position(|e| {
+                    !e.used
+                        && e.request.method.as_deref() == Some(&method)
+                        && (method != "session/request_permission"
+                            || key(&e.request).0 == live_key.0)
+                        && !method.starts_with("fs/")
+                })
+            });
+        let Some(index) = found else {
+            return Reply::Error(format!(
+                "the recording has no answer for this `{method}` request {live_key:?}"
+            ));
+        };
+        let exchange = &mut self.exchanges[index];
+        exchange.used = true;
+        let Some(answer) = &exchange.answer else {
+            return Reply::Error(format!(
+                "the recorded `{method}` request was never answered"
+            ));
+        };
+        let recorded = Reply::Recorded(with_renamed_strings(&answer.raw, &self.renames));
+        let chosen = answer
+            .message
+            .result()
+            .and_then(|r| r.pointer("/outcome/optionId"))
+            .and_then(Value::as_str);
+        let (true, Some(chosen)) = (method == "session/request_permission", chosen) else {
+            return recorded;
+        };
+        // Options are the agent's own: choose the live option of the kind the user chose.
+        let kind_of = |options: Option<&Value>, id: &str| {
+            options?
+                .as_array()?
+                .iter()
+                .find(|o| o.get("optionId").and_then(Value::as_str) == Some(id))
+                .and_then(|o| o.get("kind").cloned())
+        };
+        let kind = kind_of(
+            exchange.request.params().and_then(|p| p.get("options")),
+            chosen,
+        );
+        let live_option = live
+            .params()
+            .and_then(|p| p.get("options"))
+            .and_then(Value::as_array)
+            .and_then(|options| {
+                options
+                    .iter()
+                    .find(|o| kind.is_some() && o.get("kind") == kind.as_ref())
+            })
+            .and_then(|o| o.get("optionId").and_then(Value::as_str).map(str::to_owned));
+        match live_option {
+            Some(option) if option == chosen => recorded,
+            Some(option) => {
+                Reply::Result(json!({"outcome": {"outcome": "selected", "optionId": option}}))
+            }
+            None => Reply::Error(format!(
+                "the live request offers no option of the recorded kind {kind:?}"
+            )),
+        }
+    }
+
+    /// Sends a recorded client request and handles the agent until its answer arrives. A cancel
+    /// recorded in this turn is sent after `cancel_after` agent lines or time, whichever first.
+    fn request(
+        &mut self,
+        line: &ScriptLine,
+        cancel: Option<(&ScriptLine, usize, Duration)>,
+    ) -> anyhow::Result<Message> {
+        let bytes = with_renamed_strings(&line.raw, &self.renames);
+        self.send(&bytes)?;
+        let started = Instant::now();
+        let mut agent_lines = 0;
+        let mut cancel = cancel;
+        loop {
+            if let Some((cancel_line, after_lines, after_time)) = cancel
+                && (agent_lines >= after_lines || started.elapsed() >= after_time)
+            {
+                let bytes = with_renamed_strings(&cancel_line.raw, &self.renames);
+                self.send(&bytes)?;
+                cancel = None;
+            }
+            let wait = match cancel {
+                Some((_, _, after_time)) => after_time
+                    .saturating_sub(started.elapsed())
+                    .max(Duration::from_millis(1)),
+                None => AGENT_PATIENCE.saturating_sub(started.elapsed()),
+            };
+            let Some(message) = self.next(wait)? else {
+                if cancel.is_some() {
+                    continue;
+                }
+                bail!(
+                    "the agent did not answer {} within {AGENT_PATIENCE:?}",
+                    line.message.method.as_deref().unwrap_or("?")
+                );
+            };
+            agent_lines += 1;
+            match message.kind {
+                MessageKind::Response if message.id == line.message.id => return Ok(message),
+                MessageKind::Request => self.answer(&message)?,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Runs the replay and compares the live run with the recording.
+pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergence::Report> {
+    let script = &options.script;
+    // The recorded agent requests and the client's answers, paired by id.
+    let mut exchanges: Vec<RecordedExchange> = Vec::new();
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    for line in script {
+        match (line.direction, line.message.kind) {
+            (Direction::AgentToClient, MessageKind::Request) => {
+                if let Some(id) = &line.message.id {
+                    by_id.insert(id.clone(), exchanges.len());
+                }
+                exchanges.push(RecordedExchange {
+                    request: line.message.clone(),
+                    answer: None,
+                    used: false,
+                });
+            }
+            (Direction::ClientToAgent, MessageKind::Response) => {
+                if let Some(index) = line.message.id.as_ref().and_then(|id| by_id.remove(id)) {
+                    exchanges[index].answer = Some(line.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    let exe = std::env::current_exe().context("cannot find the acptap executable")?;
+    let label = format!("replay of {}", options.original.session_id);
+    let mut proxy = Command::new(exe)
+        .arg("run")
+        .arg("--db")
+        .arg(&options.db)
+        .args(["--label", &label, "--"])
+        .args(&options.agent)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("cannot start `acptap run -- {}`", options.agent.join(" ")))?;
+    let proxy_pid = proxy.id();
+    let stdout = proxy.stdout.take().expect("piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = Vec::new();
+        while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
+            let message = parse_line(&line);
+            if message.kind != MessageKind::Invalid && tx.send(message).is_err() {
+                break;
+            }
+            line.clear();
+        }
+    });
+    let mut driver = Driver {
+        to_agent: proxy.stdin.take().expect("piped"),
+        from_agent: rx,
+        exchanges,
+        renames: HashMap::new(),
+        real_fs: options.real_fs,
+    };
+
+    let outcome = drive(&mut driver, script, options.cwd.as_deref());
+    drop(driver);
+    let status = proxy.wait()?;
+    outcome?;
+    if !status.success() {
+        eprintln!("acptap replay: the agent ended with {status}");
+    }
+
+    let mut store = Store::open_existing(&options.db)?;
+    let live_connection: i64 = store
+        .connection()
+        .query_row(
+            "SELECT max(id) FROM connections WHERE proxy_pid = ?1 AND label = ?2",
+            rusqlite::params![proxy_pid, label],
+            |r| r.get(0),
+        )
+        .context("cannot find the live run's recording")?;
+    store.link_replay(live_connection, options.original.connection_id)?;
+    Ok(divergence::compare(
+        store.connection(),
+        &options.original,
+        live_connection,
+    )?)
+}
+
+fn drive(
+    driver: &mut Driver,
+    script: &[ScriptLine],
+    cwd: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    for (index, line) in script.iter().enumerate() {
+        if line.direction != Direction::ClientToAgent {
+            continue;
+        }
+        match line.message.kind {
+            MessageKind::Request => {
+                if let (Some("session/new"), Some(new_cwd)) = (line.message.method.as_deref(), cwd)
+                    && let Some(old) = line
+                        .message
+                        .params()
+                        .and_then(|p| p.get("cwd"))
+                        .and_then(Value::as_str)
+                {
+                    driver
+                        .renames
+                        .insert(old.to_owned(), new_cwd.to_string_lossy().into_owned());
+                }
+                let cancel = cancel_in_turn(script, index);
+                let answer = driver.request(line, cancel)?;
+                // A new session: the recorded id stands for the live one from now on.
+                if let (Some(recorded), Some(live)) = (
+                    recorded_answer_session(script, index),
+                    answer
+                        .result()
+                        .and_then(|r| r.get("sessionId"))
+                        .and_then(Value::as_str),
+                ) {
+                    driver.renames.insert(recorded, live.to_owned());
+                }
+            }
+            MessageKind::Notification
+                if line.message.method.as_deref() == Some("session/cancel") =>
+            {
+                // Sent inside its turn by `request`.
+            }
+            MessageKind::Notification => {
+                let bytes = with_renamed_strings(&line.raw, &driver.renames);
+                driver.send(&bytes)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The session id the agent answered a recorded `session/new` with.
+fn recorded_answer_session(script: &[ScriptLine], request_index: usize) -> Option<String> {
+    let request = &script[request_index].message;
+    if request.method.as_deref() != Some("session/new") {
+        return None;
+    }
+    script[request_index + 1..]
+        .iter()
+        .find(|l| {
+            l.direction == Direction::AgentToClient
+                && l.message.kind == MessageKind::Response
+                && l.message.id == request.id
+        })
+        .and_then(|l| {
+            l.message
+                .result()?
+                .get("sessionId")?
+                .as_str()
+                .map(str::to_owned)
+        })
+}
+
+/// A `session/cancel` recorded before this request's answer: it, the number of agent lines
+/// before it, and the time since the request.
+fn cancel_in_turn(
+    script: &[ScriptLine],
+    request_index: usize,
+) -> Option<(&ScriptLine, usize, Duration)> {
+    let request = &script[request_index];
+    let mut agent_lines = 0;
+    for line in &script[request_index + 1..] {
+        match (line.direction, line.message.kind) {
+            (Direction::AgentToClient, MessageKind::Response)
+                if line.message.id == request.message.id =>
+            {
+                return None;
+            }
+            (Direction::AgentToClient, _) => agent_lines += 1,
+            (Direction::ClientToAgent, MessageKind::Notification)
+                if line.message.method.as_deref() == Some("session/cancel") =>
+            {
+                let after = Duration::from_micros((line.ts - request.ts).max(0) as u64);
+                return Some((line, agent_lines, after));
+            }
+            _ => {}
+        }
+    }
+    None
+}

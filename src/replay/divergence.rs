@@ -1,0 +1,331 @@
+//! Where a live run departed from the recording it replayed: per turn, tool calls added,
+//! missing or changed (kind, title, status, paths, rawInput), stop reasons, and permission
+//! requests. Volatile fields (ids, timestamps, `_meta`, cwd) are ignored.
+
+use std::fmt::Write as _;
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::record::queries::{self, SessionRef, ToolCallRow, ToolFilter};
+
+#[derive(Debug, Default)]
+pub struct Report {
+    pub original: Option<SessionRef>,
+    pub live: Option<SessionRef>,
+    pub differences: Vec<String>,
+}
+
+impl Report {
+    pub fn is_empty(&self) -> bool {
+        self.differences.is_empty()
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let name = |s: &Option<SessionRef>| {
+            s.as_ref()
+                .map(|s| format!("session {} (connection {})", s.session_id, s.connection_id))
+                .unwrap_or_else(|| "no session".into())
+        };
+        let _ = writeln!(
+            out,
+            "recorded: {}\nlive:     {}",
+            name(&self.original),
+            name(&self.live)
+        );
+        for difference in &self.differences {
+            let _ = writeln!(out, "  {difference}");
+        }
+        let _ = writeln!(
+            out,
+            "{}",
+            match self.differences.len() {
+                0 => "no divergence".to_owned(),
+                1 => "1 divergence".to_owned(),
+                n => format!("{n} divergences"),
+            }
+        );
+        out
+    }
+}
+
+/// A tool call with what is compared of it.
+#[derive(Debug, Clone, PartialEq)]
+struct Call {
+    kind: String,
+    title: String,
+    status: String,
+    paths: Vec<String>,
+    raw_input: Value,
+}
+
+#[derive(Debug, Default)]
+struct Turn {
+    stop_reason: Option<String>,
+    calls: Vec<Call>,
+    /// (tool kind, tool title, option kind chosen) per permission request.
+    permissions: Vec<(String, String, String)>,
+}
+
+/// Keys whose values change from run to run: ids, times, `_meta`, cwd.
+fn is_volatile(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    key == "_meta"
+        || lower == "cwd"
+        || lower == "id"
+        || lower.ends_with("_id")
+        || key.ends_with("Id")
+        || lower.contains("time")
+        || lower.ends_with("_at")
+        || lower.ends_with("_ms")
+}
+
+fn stable(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !is_volatile(k))
+                .map(|(k, v)| (k.clone(), stable(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(stable).collect()),
+        other => other.clone(),
+    }
+}
+
+fn call(row: &ToolCallRow) -> Call {
+    Call {
+        kind: row.kind.clone().unwrap_or_default(),
+        title: row.title.clone().unwrap_or_default(),
+        status: row.status.clone().unwrap_or_default(),
+        paths: row.paths(),
+        raw_input: row.raw_input.as_ref().map(stable).unwrap_or(Value::Null),
+    }
+}
+
+fn turns(conn: &Connection, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
+    let calls = queries::tool_calls(
+        conn,
+        &ToolFilter {
+            session: Some(session.clone()),
+            ..ToolFilter::default()
+        },
+    )?;
+    let permissions = queries::permission_requests(conn, session)?;
+    let recorded = queries::turns(conn, session)?;
+    let within = |seq: Option<i64>, t: &queries::Turn| {
+        seq.is_some_and(|s| s >= t.request_seq && t.response_seq.is_none_or(|end| s <= end))
+    };
+    Ok(recorded
+        .iter()
+        .map(|t| Turn {
+            stop_reason: t
+                .stop_reason
+                .clone()
+                .or_else(|| t.error.as_ref().map(|e| format!("error: {e}"))),
+            calls: calls
+                .iter()
+                .filter(|c| within(c.first_seq, t))
+                .map(call)
+                .collect(),
+            permissions: permissions
+                .iter()
+                .filter(|p| within(Some(p.request_seq), t))
+                .map(|p| {
+                    let tool = p
+                        .tool_call_id
+                        .as_ref()
+                        .and_then(|id| calls.iter().find(|c| &c.tool_call_id == id));
+                    (
+                        tool.and_then(|c| c.kind.clone()).unwrap_or_default(),
+                        tool.and_then(|c| c.title.clone()).unwrap_or_default(),
+                        p.option_kind
+                            .clone()
+                            .or_else(|| p.outcome.clone())
+                            .unwrap_or_else(|| "no answer".into()),
+                    )
+                })
+                .collect(),
+        })
+        .collect())
+}
+
+/// The live session that stands for `original`: the one created in the same position.
+fn live_session(
+    conn: &Connection,
+    original: &SessionRef,
+    live_connection: i64,
+) -> rusqlite::Result<Option<SessionRef>> {
+    let sessions = |connection: i64| -> rusqlite::Result<Vec<String>> {
+        conn.prepare("SELECT session_id FROM sessions WHERE connection_id = ?1 AND origin != 'seen' ORDER BY created_at, id")?
+            .query_map([connection], |r| r.get(0))?
+            .collect()
+    };
+    let position = sessions(original.connection_id)?
+        .iter()
+        .position(|s| s == &original.session_id)
+        .unwrap_or(0);
+    Ok(sessions(live_connection)?
+        .into_iter()
+        .nth(position)
+        .map(|session_id| SessionRef {
+            connection_id: live_connection,
+            session_id,
+        }))
+}
+
+pub fn compare(
+    conn: &Connection,
+    original: &SessionRef,
+    live_connection: i64,
+) -> rusqlite::Result<Report> {
+    let mut report = Report {
+        original: Some(original.clone()),
+        ..Report::default()
+    };
+    let Some(live) = live_session(conn, original, live_connection)? else {
+        report
+            .differences
+            .push("the live agent created no session".into());
+        return Ok(report);
+    };
+    report.live = Some(live.clone());
+    let recorded = turns(conn, original)?;
+    let observed = turns(conn, &live)?;
+    for (i, pair) in recorded
+        .iter()
+        .zip(observed.iter().map(Some).chain(std::iter::repeat(None)))
+        .enumerate()
+    {
+        let n = i + 1;
+        let (was, now) = pair;
+        let Some(now) = now else {
+            report
+                .differences
+                .push(format!("turn {n}: missing in the live run"));
+            continue;
+        };
+        if was.stop_reason != now.stop_reason {
+            report.differences.push(format!(
+                "turn {n}: stop reason {} -> {}",
+                was.stop_reason.as_deref().unwrap_or("none"),
+                now.stop_reason.as_deref().unwrap_or("none")
+            ));
+        }
+        compare_calls(n, &was.calls, &now.calls, &mut report.differences);
+        if was.permissions != now.permissions {
+            report.differences.push(format!(
+                "turn {n}: permission requests differ: recorded {:?}, live {:?}",
+                was.permissions, now.permissions
+            ));
+        }
+    }
+    for extra in recorded.len()..observed.len() {
+        report
+            .differences
+            .push(format!("turn {}: not in the recording", extra + 1));
+    }
+    Ok(report)
+}
+
+fn compare_calls(turn: usize, recorded: &[Call], live: &[Call], out: &mut Vec<String>) {
+    let mut live_left: Vec<Option<&Call>> = live.iter().map(Some).collect();
+    let mut unmatched = Vec::new();
+    // The same kind and title, in order; then the same kind, in order (a changed title).
+    for was in recorded {
+        match live_left
+            .iter()
+            .position(|c| c.is_some_and(|c| c.kind == was.kind && c.title == was.title))
+        {
+            Some(i) => describe_changes(turn, was, live_left[i].take().expect("some"), out),
+            None => unmatched.push(was),
+        }
+    }
+    for was in unmatched {
+        match live_left
+            .iter()
+            .position(|c| c.is_some_and(|c| c.kind == was.kind))
+        {
+            Some(i) => describe_changes(turn, was, live_left[i].take().expect("some"), out),
+            None => out.push(format!(
+                "turn {turn}: missing tool call: {} {:?}",
+                was.kind, was.title
+            )),
+        }
+    }
+    for now in live_left.into_iter().flatten() {
+        out.push(format!(
+            "turn {turn}: added tool call: {} {:?}",
+            now.kind, now.title
+        ));
+    }
+}
+
+fn describe_changes(turn: usize, was: &Call, now: &Call, out: &mut Vec<String>) {
+    let what = format!("turn {turn}: tool call {} {:?}", was.kind, was.title);
+    if was.title != now.title {
+        out.push(format!("{what}: title -> {:?}", now.title));
+    }
+    if was.status != now.status {
+        out.push(format!("{what}: status {} -> {}", was.status, now.status));
+    }
+    if was.paths != now.paths {
+        out.push(format!("{what}: paths {:?} -> {:?}", was.paths, now.paths));
+    }
+    if was.raw_input != now.raw_input {
+        out.push(format!(
+            "{what}: rawInput {} -> {}",
+            was.raw_input, now.raw_input
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn volatile_fields_are_ignored() {
+        let a = json!({"command": "ls", "call_id": "x1", "turn_id": "t", "started_at_ms": 5, "cwd": "/a", "_meta": {}, "toolCallId": "c"});
+        assert_eq!(stable(&a), json!({"command": "ls"}));
+    }
+
+    fn c(kind: &str, title: &str, status: &str) -> Call {
+        Call {
+            kind: kind.into(),
+            title: title.into(),
+            status: status.into(),
+            paths: vec![],
+            raw_input: Value::Null,
+        }
+    }
+
+    #[test]
+    fn calls_are_matched_by_kind_and_title_then_kind() {
+        let mut out = Vec::new();
+        compare_calls(
+            1,
+            &[
+                c("read", "Read a", "completed"),
+                c("search", "Find x", "completed"),
+                c("execute", "cargo test", "failed"),
+            ],
+            &[
+                c("read", "Read a", "completed"),
+                c("search", "Find y", "completed"),
+                c("edit", "Edit b", "completed"),
+            ],
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            vec![
+                "turn 1: tool call search \"Find x\": title -> \"Find y\"",
+                "turn 1: missing tool call: execute \"cargo test\"",
+                "turn 1: added tool call: edit \"Edit b\"",
+            ]
+        );
+    }
+}

@@ -1,0 +1,119 @@
+//! A recorded connection as a replay script: its protocol lines in order, parsed, plus the exact
+//! edits replay needs (a top-level JSON-RPC id or a session id swapped, every other byte kept).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use rusqlite::params;
+use serde_json::value::RawValue;
+
+use crate::protocol::{Direction, Message, parse_line};
+use crate::record::Store;
+
+/// One recorded protocol line.
+#[derive(Debug, Clone)]
+pub struct ScriptLine {
+    pub seq: i64,
+    pub ts: i64,
+    pub direction: Direction,
+    pub raw: Vec<u8>,
+    pub message: Message,
+}
+
+/// The c2a and a2c lines of a connection, in order (stderr left out).
+pub fn load(store: &Store, connection_id: i64) -> rusqlite::Result<Vec<ScriptLine>> {
+    let mut stmt = store.connection().prepare(
+        "SELECT seq, ts, direction, raw FROM messages
+         WHERE connection_id = ?1 AND direction IN ('c2a', 'a2c') ORDER BY seq",
+    )?;
+    let rows = stmt.query_map(params![connection_id], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, Vec<u8>>(3)?,
+        ))
+    })?;
+    rows.map(|row| {
+        let (seq, ts, direction, raw) = row?;
+        Ok(ScriptLine {
+            seq,
+            ts,
+            direction: if direction == "c2a" {
+                Direction::ClientToAgent
+            } else {
+                Direction::AgentToClient
+            },
+            message: parse_line(&raw),
+            raw,
+        })
+    })
+    .collect()
+}
+
+/// The line with its top-level `"id"` value replaced by `id` (JSON text), every other byte kept.
+/// `None` if the line has no top-level id.
+pub fn with_id(line: &[u8], id: &str) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(line).ok()?;
+    let end = text.trim_end_matches(['\r', '\n']).len();
+    let fields: HashMap<Cow<str>, &RawValue> = serde_json::from_str(&text[..end]).ok()?;
+    let old = fields.get("id")?.get();
+    // The RawValue borrows from `text`: its position there is where the id is.
+    let start = old.as_ptr() as usize - text.as_ptr() as usize;
+    let mut out = Vec::with_capacity(line.len() + id.len());
+    out.extend_from_slice(&line[..start]);
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(&line[start + old.len()..]);
+    Some(out)
+}
+
+/// Replaces every JSON string equal to one of `renames`' keys by its value.
+pub fn with_renamed_strings(line: &[u8], renames: &HashMap<String, String>) -> Vec<u8> {
+    let mut out = line.to_vec();
+    for (old, new) in renames {
+        let old = serde_json::to_string(old).unwrap_or_default();
+        let new = serde_json::to_string(new).unwrap_or_default();
+        let finder = memchr::memmem::Finder::new(old.as_bytes());
+        let mut replaced = Vec::with_capacity(out.len());
+        let mut last = 0;
+        for at in finder.find_iter(&out) {
+            replaced.extend_from_slice(&out[last..at]);
+            replaced.extend_from_slice(new.as_bytes());
+            last = at + old.len();
+        }
+        replaced.extend_from_slice(&out[last..]);
+        out = replaced;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swaps_only_the_top_level_id() {
+        let line =
+            br#"{"jsonrpc":"2.0","result":{"id":2,"stopReason":"end_turn"},"id":2}"#.to_vec();
+        let swapped = with_id(&line, "\"uuid-7\"").unwrap();
+        assert_eq!(
+            swapped,
+            br#"{"jsonrpc":"2.0","result":{"id":2,"stopReason":"end_turn"},"id":"uuid-7"}"#
+        );
+        let mut crlf = br#"{"id": 10 ,"x":1}"#.to_vec();
+        crlf.extend_from_slice(b"\r\n");
+        assert_eq!(with_id(&crlf, "3").unwrap(), b"{\"id\": 3 ,\"x\":1}\r\n");
+        assert_eq!(with_id(br#"{"method":"x"}"#, "1"), None);
+        assert_eq!(with_id(b"not json", "1"), None);
+    }
+
+    #[test]
+    fn renames_session_ids_as_json_strings_only() {
+        let renames = HashMap::from([("s1".to_owned(), "new".to_owned())]);
+        let line = br#"{"sessionId":"s1","text":"s1 is not renamed here","other":"s12"}"#;
+        assert_eq!(
+            with_renamed_strings(line, &renames),
+            br#"{"sessionId":"new","text":"s1 is not renamed here","other":"s12"}"#
+        );
+    }
+}

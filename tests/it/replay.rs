@@ -1,0 +1,300 @@
+//! `acptap replay`: as the agent toward a scripted client and the official SDK client, and as
+//! the client toward live agents, with the divergence report as a CI gate.
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use acptap::replay::script::with_id;
+
+use crate::util::{SAMPLES, Sandbox, acptap_bin, example_bin, finish, fixture, load_transcript};
+
+/// The live client's id for a recorded one: numbers move up by 1000, strings get a prefix, so
+/// a replay that forgot to map ids cannot pass.
+fn live_id(recorded: &serde_json::Value) -> serde_json::Value {
+    match recorded {
+        serde_json::Value::Number(n) => serde_json::json!(n.as_i64().unwrap() + 1000),
+        serde_json::Value::String(s) => serde_json::json!(format!("live-{s}")),
+        other => other.clone(),
+    }
+}
+
+fn replay_as_agent(sb: &Sandbox, extra: &[&str]) -> std::process::Child {
+    Command::new(acptap_bin())
+        .args(["replay", "last", "--as", "agent"])
+        .args(extra)
+        .env("ACPTAP_DB", sb.db())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn every_sample_replays_as_the_agent_byte_for_byte_once_ids_are_mapped() {
+    for sample in SAMPLES {
+        let sb = Sandbox::new();
+        sb.acptap(&["import", fixture(sample).to_str().unwrap()]);
+        let mut child = replay_as_agent(&sb, &[]);
+        let mut to_agent = child.stdin.take().unwrap();
+        let mut from_agent = BufReader::new(child.stdout.take().unwrap());
+        // The client's requests, by recorded id, so the agent's responses can be mapped.
+        let mut client_requests = std::collections::HashSet::new();
+        for (n, record) in load_transcript(&fixture(sample)).iter().enumerate() {
+            let message: serde_json::Value = serde_json::from_slice(&record.bytes).unwrap();
+            match record.dir.as_str() {
+                "c2a" if message.get("method").is_some() && message.get("id").is_some() => {
+                    client_requests.insert(message["id"].to_string());
+                    let line =
+                        with_id(&record.bytes, &live_id(&message["id"]).to_string()).unwrap();
+                    to_agent.write_all(&line).unwrap();
+                }
+                "c2a" => to_agent.write_all(&record.bytes).unwrap(),
+                _ => {
+                    let expected = match message.get("id") {
+                        Some(id)
+                            if message.get("method").is_none()
+                                && client_requests.contains(&id.to_string()) =>
+                        {
+                            with_id(&record.bytes, &live_id(id).to_string()).unwrap()
+                        }
+                        _ => record.bytes.clone(),
+                    };
+                    let mut got = Vec::new();
+                    from_agent.read_until(b'\n', &mut got).unwrap();
+                    assert!(
+                        got == expected,
+                        "{sample} record {n}: got\n{}\nexpected\n{}",
+                        String::from_utf8_lossy(&got),
+                        String::from_utf8_lossy(&expected)
+                    );
+                }
+            }
+        }
+        drop(to_agent);
+        let mut rest = Vec::new();
+        from_agent.read_to_end(&mut rest).unwrap();
+        assert!(
+            rest.is_empty(),
+            "{sample}: extra output {}",
+            String::from_utf8_lossy(&rest)
+        );
+        let output = finish(child, Duration::from_secs(30));
+        assert!(
+            output.status.success(),
+            "{sample}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn an_unexpected_client_request_gets_an_error_that_says_why_and_strict_ends_the_replay() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let mut child = replay_as_agent(&sb, &[]);
+    let mut to_agent = child.stdin.take().unwrap();
+    let mut from_agent = BufReader::new(child.stdout.take().unwrap());
+    to_agent
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"session/list\",\"params\":{}}\n")
+        .unwrap();
+    let mut line = String::new();
+    from_agent.read_line(&mut line).unwrap();
+    let error: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(error["id"], 9);
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("session/list")
+            && message.contains("turn 0")
+            && message.contains("`initialize` request"),
+        "{message}"
+    );
+    drop(to_agent);
+    let output = finish(child, Duration::from_secs(30));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("session/list"));
+
+    let mut strict = replay_as_agent(&sb, &["--strict"]);
+    strict
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"session/list\",\"params\":{}}\n")
+        .unwrap();
+    let output = finish(strict, Duration::from_secs(30));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--strict"));
+}
+
+#[test]
+fn the_sdk_client_completes_a_turn_against_a_replayed_agent() {
+    let sb = Sandbox::new();
+    let summary_live = sb.path("live.json");
+    let summary_replay = sb.path("replay.json");
+    let run = |out: &std::path::Path, agent: &[&OsStr]| {
+        let child = Command::new(example_bin("sdk_client"))
+            .arg("--out")
+            .arg(out)
+            .arg("--")
+            .args(agent)
+            .env("ACPTAP_DB", sb.db())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let output = finish(child, Duration::from_secs(60));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
+        summary
+    };
+    let acptap = acptap_bin();
+    let agent = example_bin("sdk_agent");
+    let live = run(
+        &summary_live,
+        &[
+            acptap.as_os_str(),
+            OsStr::new("run"),
+            OsStr::new("--"),
+            agent.as_os_str(),
+        ],
+    );
+    let replayed = run(
+        &summary_replay,
+        &[
+            acptap.as_os_str(),
+            OsStr::new("replay"),
+            OsStr::new("last"),
+            OsStr::new("--as"),
+            OsStr::new("agent"),
+        ],
+    );
+    // The SDK client numbers its requests with fresh UUIDs: the replay had to map every id.
+    assert_eq!(replayed["stopReason"], "end_turn");
+    assert_eq!(replayed["toolCalls"], live["toolCalls"]);
+    assert_eq!(replayed["agentMessages"], live["agentMessages"]);
+    assert_eq!(
+        replayed["permissionRequests"],
+        serde_json::json!([{"toolCallId": "call_2", "chosenOptionId": "allow"}])
+    );
+}
+
+fn replay_as_client(sb: &Sandbox, session: &str, agent: &[&OsStr]) -> std::process::Output {
+    let child = Command::new(acptap_bin())
+        .args(["replay", session, "--as", "client", "--"])
+        .args(agent)
+        .env("ACPTAP_DB", sb.db())
+        .current_dir(sb.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    finish(child, Duration::from_secs(60))
+}
+
+#[test]
+fn replay_as_client_against_the_demo_agent_is_a_ci_gate() {
+    let sb = Sandbox::new();
+    let demo = Command::new(acptap_bin())
+        .args(["demo", "--db"])
+        .arg(sb.db())
+        .current_dir(sb.dir.path())
+        .output()
+        .unwrap();
+    assert!(demo.status.success());
+    let session: String = sb
+        .conn()
+        .query_row("SELECT session_id FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    let acptap = acptap_bin();
+
+    let same = replay_as_client(
+        &sb,
+        &session,
+        &[acptap.as_os_str(), OsStr::new("demo-agent")],
+    );
+    let report = String::from_utf8_lossy(&same.stdout);
+    assert_eq!(
+        same.status.code(),
+        Some(0),
+        "{report}\n{}",
+        String::from_utf8_lossy(&same.stderr)
+    );
+    assert!(report.contains("no divergence"), "{report}");
+    // The live run is recorded as a connection of its own, linked to the original; the failed
+    // tool call and the permission the recording answered replayed faithfully.
+    assert_eq!(
+        sb.count("SELECT count(*) FROM connections WHERE replay_of = 1"),
+        1
+    );
+    assert_eq!(
+        sb.count("SELECT count(*) FROM tool_calls WHERE connection_id = 2 AND status = 'failed'"),
+        1
+    );
+    assert_eq!(sb.count("SELECT count(*) FROM permission_requests WHERE connection_id = 2 AND option_kind = 'allow_once'"), 1);
+
+    let altered = replay_as_client(
+        &sb,
+        &session,
+        &[
+            acptap.as_os_str(),
+            OsStr::new("demo-agent"),
+            OsStr::new("--altered"),
+        ],
+    );
+    let report = String::from_utf8_lossy(&altered.stdout);
+    assert_eq!(altered.status.code(), Some(1), "{report}");
+    for expected in [
+        "turn 1: stop reason end_turn -> max_tokens",
+        "turn 1: tool call search \"Search for TODO\": title -> \"Search for FIXME\"",
+        "turn 1: missing tool call: execute \"cargo test\"",
+        "3 divergences",
+    ] {
+        assert!(
+            report.contains(expected),
+            "missing `{expected}` in\n{report}"
+        );
+    }
+
+    let broken = replay_as_client(&sb, &session, &[OsStr::new("/nonexistent/agent")]);
+    assert_eq!(
+        broken.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&broken.stdout)
+    );
+}
+
+#[test]
+fn every_sample_replays_as_the_client_faithfully_including_the_cancelled_turn() {
+    for sample in SAMPLES {
+        let sb = Sandbox::new();
+        sb.acptap(&["import", fixture(sample).to_str().unwrap()]);
+        let peer = example_bin("peer");
+        let path = fixture(sample);
+        // The peer plays the recorded agent and fails on any byte the replayed client gets wrong,
+        // the session/cancel included.
+        let output = replay_as_client(
+            &sb,
+            "last",
+            &[peer.as_os_str(), OsStr::new("script"), path.as_os_str()],
+        );
+        let report = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{sample}: {report}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(
+            sb.count("SELECT exit_code FROM connections WHERE id = 2"),
+            0,
+            "{sample}: the peer saw a difference"
+        );
+    }
+}
