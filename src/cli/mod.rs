@@ -4,6 +4,7 @@
 //! Exit policy, in one place: a command returns `Ok(code)`, or an error that is printed once on
 //! stderr (`acptap: ...` with its causes) and exits 2. `acptap run` exits with the agent's status.
 
+pub mod config;
 mod policy;
 
 use std::io::Write;
@@ -26,6 +27,9 @@ use crate::record::{Destination, Store};
 #[derive(Debug, Parser)]
 #[command(name = "acptap", version, propagate_version = true)]
 pub struct Cli {
+    /// The configuration file [default: $XDG_CONFIG_HOME/acptap/config.toml]
+    #[arg(long, global = true, env = "ACPTAP_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -108,8 +112,16 @@ pub struct RunArgs {
     #[arg(long = "policy", value_name = "FILE")]
     pub policies: Vec<PathBuf>,
     /// With --policy: evaluate and record every decision, but let the user decide everything.
-    #[arg(long, requires = "policies")]
+    #[arg(long)]
     pub shadow: bool,
+    /// Replace matches of this regex with [REDACTED] in what is recorded, never in what is
+    /// forwarded (repeatable; adds to the config file's [redact] patterns).
+    #[arg(long = "redact", value_name = "REGEX")]
+    pub redact: Vec<String>,
+    /// Do not redact the well-known secret shapes (mcpServers env and header values,
+    /// Authorization values, common token formats).
+    #[arg(long)]
+    pub no_default_redact: bool,
     /// Once the client has closed our stdin, how long the agent may take to exit before it gets
     /// SIGTERM (then SIGKILL after the same time again). E.g. 5s, 500ms.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -305,14 +317,37 @@ fn init_logging() {
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    let config = config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Run(args) => {
             // A policy that does not load stops here, before the agent starts.
-            let policy = if args.policies.is_empty() {
+            let policies = if args.policies.is_empty() {
+                config.policy.clone()
+            } else {
+                args.policies
+            };
+            if args.shadow && policies.is_empty() {
+                anyhow::bail!(
+                    "--shadow needs a policy: give --policy FILE (or `policy` in the config file)"
+                );
+            }
+            let policy = if policies.is_empty() {
                 None
             } else {
-                Some(crate::policy::Policy::load(&args.policies)?)
+                Some(crate::policy::Policy::load(&policies)?)
             };
+            let patterns: Vec<String> = config
+                .redact
+                .patterns
+                .iter()
+                .chain(&args.redact)
+                .cloned()
+                .collect();
+            let redactor = crate::record::redact::Redactor::new(
+                &patterns,
+                config.redact.default && !args.no_default_redact,
+            )
+            .map_err(anyhow::Error::msg)?;
             let destination = if args.no_record {
                 Destination::Nowhere
             } else {
@@ -326,6 +361,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 kill_grace: args.grace,
                 policy,
                 shadow: args.shadow,
+                redactor,
             })
         }
         Command::Sessions(args) => {

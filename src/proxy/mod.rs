@@ -58,6 +58,8 @@ pub struct RunOptions {
     pub policy: Option<Policy>,
     /// Evaluate and record the policy's decisions, but let the user decide everything.
     pub shadow: bool,
+    /// What is hidden from the recording (never from the peers).
+    pub redactor: crate::record::redact::Redactor,
 }
 
 enum Event {
@@ -87,6 +89,7 @@ pub fn run(mut options: RunOptions) -> anyhow::Result<i32> {
     let pid = child.id();
     let recorder = Recorder::start(
         options.destination.clone(),
+        options.redactor.clone(),
         ConnectionStart {
             label: options.label.clone(),
             command: options.agent.clone(),

@@ -15,6 +15,7 @@
 
 pub mod queries;
 mod queue;
+pub mod redact;
 pub mod store;
 pub mod transcript;
 
@@ -155,13 +156,17 @@ pub enum Destination {
 impl Recorder {
     /// Starts the recorder thread. Opening the database happens on that thread, so a slow or
     /// locked database never delays the start of forwarding.
-    pub fn start(destination: Destination, start: ConnectionStart) -> Recorder {
+    pub fn start(
+        destination: Destination,
+        redactor: redact::Redactor,
+        start: ConnectionStart,
+    ) -> Recorder {
         let queue = Arc::new(ByteBoundedQueue::new(RECORD_BUFFER_BYTES));
         let thread = {
             let queue = queue.clone();
             std::thread::Builder::new()
                 .name("acptap-recorder".into())
-                .spawn(move || run(destination, start, &queue))
+                .spawn(move || run(destination, redactor, start, &queue))
                 .expect("spawn the recorder thread")
         };
         Recorder {
@@ -228,6 +233,7 @@ impl Sink {
 
 fn run(
     destination: Destination,
+    redactor: redact::Redactor,
     start: ConnectionStart,
     queue: &ByteBoundedQueue<Item>,
 ) -> RecorderReport {
@@ -260,7 +266,13 @@ fn run(
         }
         for item in batch.drain(..) {
             match item {
-                Item::Line(line) if recording => sink.pending.push(observe(&mut observer, line)),
+                Item::Line(mut line) if recording => {
+                    // Secrets leave the line before anything is parsed or stored.
+                    if let Some(redacted) = redactor.redact(&line.raw) {
+                        line.raw = Bytes::from(redacted);
+                    }
+                    sink.pending.push(observe(&mut observer, line))
+                }
                 // Without a database by choice (--no-record), nothing is lost.
                 Item::Line(_) if matches!(destination, Destination::Nowhere) => {}
                 Item::Line(_) => sink.report.lost += 1,

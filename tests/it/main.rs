@@ -5,6 +5,7 @@ mod faults;
 mod lifecycle;
 mod policy;
 // mod policy_corpus; (enabled with the shell analysis)
+mod redaction;
 mod replay;
 mod samples;
 mod sdk;

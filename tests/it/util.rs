@@ -85,6 +85,7 @@ impl Sandbox {
             .arg("--")
             .args(agent)
             .env_remove("ACPTAP_DB")
+            .env("XDG_CONFIG_HOME", self.dir.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -97,6 +98,7 @@ impl Sandbox {
         let output = Command::new(acptap_bin())
             .args(args)
             .env("ACPTAP_DB", self.db())
+            .env("XDG_CONFIG_HOME", self.dir.path())
             .output()
             .expect("run acptap");
         assert!(

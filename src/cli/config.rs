@@ -1,0 +1,129 @@
+//! The configuration file: `$XDG_CONFIG_HOME/acptap/config.toml` (else
+//! `~/.config/acptap/config.toml`), or `--config PATH` / `$ACPTAP_CONFIG`.
+//!
+//! ```toml
+//! db = "~/recordings/acptap.db"     # where recordings go (after --db and $ACPTAP_DB)
+//! policy = ["~/.config/acptap/project.toml"]   # used by `acptap run` when no --policy is given
+//! color = "auto"                    # auto | always | never, for `acptap tail`
+//!
+//! [redact]
+//! default = true                    # the well-known secret shapes (--no-default-redact)
+//! patterns = ["internal-[0-9]+"]    # more regexes, added to --redact
+//! ```
+//!
+//! Strict: an unknown key is an error naming the file, line and key. A missing default file is
+//! an empty configuration; a missing file named by `--config` is an error. Command-line flags and
+//! environment variables win over the file. `--help` never reads it.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub db: Option<PathBuf>,
+    #[serde(default)]
+    pub policy: Vec<PathBuf>,
+    #[serde(default)]
+    pub color: Option<ColorChoice>,
+    #[serde(default)]
+    pub redact: RedactConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedactConfig {
+    #[serde(default = "yes")]
+    pub default: bool,
+    #[serde(default)]
+    pub patterns: Vec<String>,
+}
+
+impl Default for RedactConfig {
+    fn default() -> Self {
+        RedactConfig {
+            default: true,
+            patterns: Vec::new(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+static CONFIG: OnceLock<Config> = OnceLock::new();
+
+/// The configuration in force (empty until [`load`] ran).
+pub fn current() -> &'static Config {
+    CONFIG.get_or_init(Config::default)
+}
+
+fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("acptap").join("config.toml"))
+}
+
+/// `~/x` relative to $HOME, as people write paths in a config file.
+fn expand_home(path: &Path) -> PathBuf {
+    match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path.to_owned(),
+    }
+}
+
+/// Reads the configuration once, before any command runs.
+pub fn load(explicit: Option<&Path>) -> anyhow::Result<&'static Config> {
+    let path = match explicit {
+        Some(path) => Some(path.to_owned()),
+        None => default_path().filter(|p| p.exists()),
+    };
+    let mut config = match &path {
+        None => Config::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the config file {}", path.display()))?;
+            toml::from_str::<Config>(&text).map_err(|e| {
+                let line = e
+                    .span()
+                    .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+                    .unwrap_or(0);
+                anyhow::anyhow!("{}:{line}: {}", path.display(), e.message())
+            })?
+        }
+    };
+    config.db = config.db.as_deref().map(expand_home);
+    config.policy = config.policy.iter().map(|p| expand_home(p)).collect();
+    Ok(CONFIG.get_or_init(|| config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_keys_with_lines() {
+        let e = toml::from_str::<Config>("db = \"x\"\n[redact]\ndefualt = false\n").unwrap_err();
+        assert!(e.message().contains("defualt"), "{e}");
+        let c: Config =
+            toml::from_str("color = \"never\"\n[redact]\npatterns = [\"a\"]\n").unwrap();
+        assert_eq!(c.color, Some(ColorChoice::Never));
+        assert!(c.redact.default, "defaults stay on unless turned off");
+        assert_eq!(c.redact.patterns, vec!["a".to_owned()]);
+    }
+}

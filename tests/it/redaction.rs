@@ -1,0 +1,135 @@
+//! Redaction: a secret never reaches the database file, while the agent still receives it.
+
+use std::ffi::OsStr;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::util::{Record, Sandbox, example_bin, finish, play_client};
+
+const SECRET: &str = "s3cr3t-Value-that-is-not-a-token-shape";
+const TOKEN: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+
+fn db_bytes(sb: &Sandbox) -> Vec<u8> {
+    let mut all = Vec::new();
+    for suffix in ["", "-wal", "-shm"] {
+        let path = format!("{}{suffix}", sb.db().display());
+        if let Ok(bytes) = std::fs::read(path) {
+            all.extend(bytes);
+        }
+    }
+    all
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    memchr::memmem::find(haystack, needle.as_bytes()).is_some()
+}
+
+fn session(sb: &Sandbox, extra: &[&str]) {
+    let new_session = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/p", "mcpServers": [
+        {"name": "db", "command": "db-mcp", "args": [], "env": [{"name": "DB_PASSWORD", "value": SECRET}]},
+        {"type": "http", "name": "api", "url": "https://api.example", "headers": [{"name": "Authorization", "value": format!("token {TOKEN}")}]},
+    ]}});
+    let records: Vec<Record> = [
+        ("c2a", new_session),
+        ("a2c", json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}})),
+        ("a2c", json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("I found {TOKEN} in your env")}}}})),
+    ]
+    .into_iter()
+    .map(|(dir, message)| {
+        let mut bytes = serde_json::to_vec(&message).unwrap();
+        bytes.push(b'\n');
+        Record { dir: dir.into(), bytes }
+    })
+    .collect();
+    let transcript = sb.path("t.jsonl");
+    let lines: Vec<String> = records
+        .iter()
+        .map(|r| json!({"dir": r.dir, "eol": true, "text": String::from_utf8_lossy(&r.bytes[..r.bytes.len() - 1])}).to_string())
+        .collect();
+    std::fs::write(&transcript, lines.join("\n")).unwrap();
+    let peer = example_bin("peer");
+    // The peer checks that every byte of the client's lines arrives: the agent gets the secrets.
+    let mut child = sb.proxy(
+        extra,
+        &[
+            peer.as_os_str(),
+            OsStr::new("script"),
+            transcript.as_os_str(),
+        ],
+    );
+    play_client(&mut child, &records);
+    let output = finish(child, Duration::from_secs(30));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn secrets_in_mcp_servers_never_reach_the_database_but_reach_the_agent() {
+    let sb = Sandbox::new();
+    session(&sb, &["--redact", "api\\.example"]);
+    let bytes = db_bytes(&sb);
+    assert!(
+        !contains(&bytes, SECRET),
+        "the env secret is in the database file"
+    );
+    assert!(
+        !contains(&bytes, TOKEN),
+        "the token is in the database file"
+    );
+    assert!(
+        !contains(&bytes, "api.example"),
+        "the user's pattern was not applied"
+    );
+    assert!(
+        contains(&bytes, "DB_PASSWORD"),
+        "only values are redacted, not names"
+    );
+    assert_eq!(
+        sb.count("SELECT count(*) FROM sessions WHERE session_id = 's' AND cwd = '/p'"),
+        1,
+        "the line still parses"
+    );
+}
+
+#[test]
+fn no_default_redact_records_the_secrets() {
+    let sb = Sandbox::new();
+    session(&sb, &["--no-default-redact"]);
+    let bytes = db_bytes(&sb);
+    assert!(contains(&bytes, SECRET) && contains(&bytes, TOKEN));
+}
+
+#[test]
+fn config_file_redact_section_and_strict_errors() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path("acptap")).unwrap();
+    std::fs::write(
+        sb.path("acptap/config.toml"),
+        "[redact]\npatterns = [\"DB_PASSWORD\"]\n",
+    )
+    .unwrap();
+    session(&sb, &[]);
+    let bytes = db_bytes(&sb);
+    assert!(!contains(&bytes, "DB_PASSWORD") && !contains(&bytes, SECRET));
+
+    std::fs::write(
+        sb.path("acptap/config.toml"),
+        "db = \"x.db\"\ncolour = \"never\"\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(crate::util::acptap_bin())
+        .args(["sessions"])
+        .env("XDG_CONFIG_HOME", sb.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("config.toml:2") && stderr.contains("colour"),
+        "{stderr}"
+    );
+}
