@@ -51,6 +51,14 @@ pub enum Command {
     Export(ExportArgs),
     /// Load a transcript (as `export` writes it, or shared/samples) into the database.
     Import(ImportArgs),
+    /// Follow a database live: one line per tool call, permission decision and turn end.
+    Tail(TailArgs),
+    /// Counts and durations: tool calls per kind and status, permission decisions, turns, bytes.
+    Stats(StatsArgs),
+    /// Delete connections older than a duration, with everything recorded under them.
+    Prune(PruneArgs),
+    /// Give the space of deleted rows back to the file system.
+    Vacuum(DbOnlyArgs),
     /// Try a policy out: decide one request, run a policy's tests, or replay recorded requests.
     Policy(policy::PolicyArgs),
     /// Run a complete demo session (built-in client and agent) through the real proxy and show it.
@@ -173,6 +181,58 @@ pub struct ToolsArgs {
     pub json: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct TailArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// One JSON object a line, for machines.
+    #[arg(long)]
+    pub json: bool,
+    /// How often to look for new events.
+    #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// Colour: auto (when stdout is a terminal), always, never [default: the config file's, else auto]
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub color: Option<ColorArg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last` [default: everything, or --since]
+    #[arg(value_name = "SESSION", conflicts_with = "since")]
+    pub session: Option<String>,
+    /// Only connections started within this duration: 30m, 12h, 7d.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub since: Option<Duration>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Delete connections that started longer ago than this: 30d, 12h.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub older_than: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct DbOnlyArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReplayRole {
     /// Play the recorded agent; a live client talks to acptap's stdin/stdout.
@@ -267,7 +327,7 @@ pub struct DemoArgs {
     pub db: Option<PathBuf>,
 }
 
-/// `5s`, `500ms`, `2m`, or plain seconds.
+/// `5s`, `500ms`, `2m`, `12h`, `30d`, or plain seconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = text
@@ -281,7 +341,9 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => value / 1000.0,
         "s" => value,
         "m" => value * 60.0,
-        _ => return Err(format!("unknown unit in `{text}`; use ms, s or m")),
+        "h" => value * 3600.0,
+        "d" => value * 86_400.0,
+        _ => return Err(format!("unknown unit in `{text}`; use ms, s, m, h or d")),
     };
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -407,6 +469,81 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             } else {
                 print(&inspect::render_tools(&rows))?;
             }
+            Ok(0)
+        }
+        Command::Tail(args) => {
+            use std::io::IsTerminal;
+            let path = args.db.path()?;
+            let color = match args.color {
+                Some(ColorArg::Always) => true,
+                Some(ColorArg::Never) => false,
+                Some(ColorArg::Auto) | None => match config.color {
+                    Some(config::ColorChoice::Always) => true,
+                    Some(config::ColorChoice::Never) => false,
+                    _ => std::io::stdout().is_terminal(),
+                },
+            };
+            if !path.exists() {
+                eprintln!("acptap: waiting for {} to be created", path.display());
+                while !path.exists() {
+                    std::thread::sleep(args.interval);
+                }
+            }
+            let store = Store::open_existing(&path)?;
+            let mut cursor = crate::inspect::tail::Cursor::at_end(store.connection())?;
+            eprintln!("acptap: following {} (Ctrl-C to stop)", path.display());
+            loop {
+                let mut text = String::new();
+                for event in cursor.poll(store.connection())? {
+                    if args.json {
+                        text.push_str(&serde_json::to_string(&event)?);
+                    } else {
+                        text.push_str(&crate::inspect::tail::render(&event, color));
+                    }
+                    text.push('\n');
+                }
+                if !text.is_empty() {
+                    print(&text)?;
+                }
+                std::thread::sleep(args.interval);
+            }
+        }
+        Command::Stats(args) => {
+            use crate::inspect::stats;
+            let store = args.db.open()?;
+            let scope = match (&args.session, args.since) {
+                (Some(spec), _) => {
+                    stats::Scope::Session(queries::resolve_session(store.connection(), spec)?)
+                }
+                (None, Some(since)) => {
+                    stats::Scope::Since(crate::record::now_us() - since.as_micros() as i64)
+                }
+                (None, None) => stats::Scope::Since(0),
+            };
+            let result = stats::stats(store.connection(), &scope)?;
+            if args.json {
+                print_json(&result)?;
+            } else {
+                print(&stats::render(&result))?;
+            }
+            Ok(0)
+        }
+        Command::Prune(args) => {
+            let mut store = args.db.open()?;
+            let before = crate::record::now_us() - args.older_than.as_micros() as i64;
+            let removed = store.prune(before)?;
+            print(&format!(
+                "deleted {removed} connection(s) started before {} UTC, with everything recorded under them; `acptap vacuum` gives the space back\n",
+                crate::inspect::format_time(before)
+            ))?;
+            Ok(0)
+        }
+        Command::Vacuum(args) => {
+            let path = args.db.path()?;
+            let before = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            args.db.open()?.vacuum()?;
+            let after = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            print(&format!("{}: {before} -> {after} bytes\n", path.display()))?;
             Ok(0)
         }
         Command::Replay(args) => {

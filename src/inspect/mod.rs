@@ -2,6 +2,8 @@
 //! The data comes from `record::queries`; this module only shapes and prints it.
 
 pub mod show;
+pub mod stats;
+pub mod tail;
 
 use std::fmt::Write as _;
 

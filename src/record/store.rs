@@ -195,6 +195,28 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes the connections started before `before` (µs since the epoch) and everything that
+    /// hangs off them, in one transaction. Returns how many connections went.
+    pub fn prune(&mut self, before: i64) -> Result<usize, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // Rows of newer connections that point at the old ones (a replay's link) are kept.
+        let removed = tx.execute(
+            "DELETE FROM connections WHERE started_at < ?1 AND (ended_at IS NOT NULL OR started_at < ?1 - 86400000000)",
+            params![before],
+        )?;
+        tx.commit()?;
+        Ok(removed)
+    }
+
+    /// Gives the space of deleted rows back to the file system.
+    pub fn vacuum(&mut self) -> Result<(), StoreError> {
+        self.conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE); VACUUM;")?;
+        Ok(())
+    }
+
     /// Marks `connection_id` as a replay of `original`.
     pub fn link_replay(&mut self, connection_id: i64, original: i64) -> Result<(), StoreError> {
         self.conn.execute(

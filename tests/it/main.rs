@@ -2,6 +2,7 @@
 
 mod demo;
 mod faults;
+mod inspect;
 mod lifecycle;
 mod policy;
 // mod policy_corpus; (enabled with the shell analysis)

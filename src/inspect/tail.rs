@@ -1,0 +1,241 @@
+//! `acptap tail`: follows a database while other acptap processes record into it, one line per
+//! event: tool call started / updated / finished, permission decided, turn ended.
+//!
+//! It polls: each poll asks for what is newer than the last event it printed (tool-call events by
+//! their id; decisions and turn ends by the id of the message that ended them), so it sees every
+//! committed event exactly once, whichever process recorded it. Ids, not times: several processes
+//! commit one at a time, so ids follow commit order, while recorded times may not (an imported
+//! transcript keeps its own).
+
+use std::fmt::Write as _;
+
+use rusqlite::{Connection, params};
+use serde::Serialize;
+
+use super::one_line;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Event {
+    pub ts: i64,
+    /// tool_call_started | tool_call_updated | tool_call_finished | permission_decided | turn_ended
+    pub event: &'static str,
+    pub connection_id: i64,
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub option_kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+/// Where the last poll stopped.
+#[derive(Debug, Clone, Default)]
+pub struct Cursor {
+    event_id: i64,
+    message_id: i64,
+}
+
+impl Cursor {
+    /// A cursor at the end of what is recorded now: only later events will be seen.
+    pub fn at_end(conn: &Connection) -> rusqlite::Result<Cursor> {
+        let max =
+            |sql: &str| conn.query_row(sql, [], |r| Ok(r.get::<_, Option<i64>>(0)?.unwrap_or(0)));
+        Ok(Cursor {
+            event_id: max("SELECT max(id) FROM tool_call_events")?,
+            message_id: max("SELECT max(id) FROM messages")?,
+        })
+    }
+
+    /// The events committed since the last poll, in time order.
+    pub fn poll(&mut self, conn: &Connection) -> rusqlite::Result<Vec<Event>> {
+        let mut events = Vec::new();
+        // Up to here this time: a message committed while this poll runs is seen by the next.
+        let newest: Option<i64> =
+            conn.query_row("SELECT max(id) FROM messages", [], |r| r.get(0))?;
+        let newest = newest.unwrap_or(self.message_id);
+        let mut stmt = conn.prepare_cached(
+            "SELECT e.id, e.ts, t.connection_id, t.session_id, t.tool_call_id, t.kind, t.title, e.status,
+                    e.changed,
+                    NOT EXISTS (SELECT 1 FROM tool_call_events p WHERE p.tool_call_row = e.tool_call_row AND p.id < e.id)
+             FROM tool_call_events e JOIN tool_calls t ON t.id = e.tool_call_row
+             WHERE e.id > ?1 ORDER BY e.id",
+        )?;
+        let rows = stmt.query_map(params![self.event_id], |r| {
+            let changed: String = r.get(8)?;
+            let status: Option<String> = r.get(7)?;
+            let first: bool = r.get(9)?;
+            let finished = changed.contains("\"status\"")
+                && matches!(status.as_deref(), Some("completed" | "failed"));
+            Ok((
+                r.get::<_, i64>(0)?,
+                Event {
+                    ts: r.get(1)?,
+                    event: if first {
+                        "tool_call_started"
+                    } else if finished {
+                        "tool_call_finished"
+                    } else {
+                        "tool_call_updated"
+                    },
+                    connection_id: r.get(2)?,
+                    session_id: r.get(3)?,
+                    tool_call_id: r.get(4)?,
+                    kind: r.get(5)?,
+                    title: r.get(6)?,
+                    status,
+                    decided_by: None,
+                    option_kind: None,
+                    stop_reason: None,
+                },
+            ))
+        })?;
+        for row in rows {
+            let (id, event) = row?;
+            self.event_id = id;
+            events.push(event);
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT m.id, p.decided_at, p.connection_id, p.session_id, p.tool_call_id, t.kind, t.title,
+                    p.decided_by, p.option_kind, p.outcome
+             FROM messages m
+             JOIN permission_requests p ON p.response_message_id = m.id
+             LEFT JOIN tool_calls t ON t.connection_id = p.connection_id AND t.session_id = p.session_id
+                  AND t.tool_call_id = p.tool_call_id
+             WHERE m.id > ?1 AND m.id <= ?2 ORDER BY m.id",
+        )?;
+        let rows = stmt.query_map(params![self.message_id, newest], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                Event {
+                    ts: r.get(1)?,
+                    event: "permission_decided",
+                    connection_id: r.get(2)?,
+                    session_id: r.get(3)?,
+                    tool_call_id: r.get(4)?,
+                    kind: r.get(5)?,
+                    title: r.get(6)?,
+                    status: r.get(9)?,
+                    decided_by: r.get(7)?,
+                    option_kind: r.get(8)?,
+                    stop_reason: None,
+                },
+            ))
+        })?;
+        for row in rows {
+            events.push(row?.1);
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT m.id, t.ended_at, t.connection_id, t.session_id, coalesce(t.stop_reason, 'error')
+             FROM messages m
+             JOIN prompt_turns t ON t.connection_id = m.connection_id AND t.response_seq = m.seq
+             WHERE m.id > ?1 AND m.id <= ?2 AND m.kind = 'response' AND m.method = 'session/prompt'
+             ORDER BY m.id",
+        )?;
+        let rows = stmt.query_map(params![self.message_id, newest], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                Event {
+                    ts: r.get(1)?,
+                    event: "turn_ended",
+                    connection_id: r.get(2)?,
+                    session_id: r.get(3)?,
+                    tool_call_id: None,
+                    kind: None,
+                    title: None,
+                    status: None,
+                    decided_by: None,
+                    option_kind: None,
+                    stop_reason: r.get(4)?,
+                },
+            ))
+        })?;
+        for row in rows {
+            events.push(row?.1);
+        }
+        self.message_id = newest;
+        events.sort_by_key(|e| e.ts);
+        Ok(events)
+    }
+}
+
+/// One line for a person; `color` adds ANSI colours by status.
+pub fn render(event: &Event, color: bool) -> String {
+    let paint = |code: &str, text: &str| {
+        if color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    };
+    let time = &super::format_time(event.ts)[11..];
+    let millis = event.ts.rem_euclid(1_000_000) / 1000;
+    let mut out = format!(
+        "{time}.{millis:03} c{} {:<10} ",
+        event.connection_id,
+        one_line(event.session_id.as_deref().unwrap_or("-"), 10)
+    );
+    let title = one_line(
+        event
+            .title
+            .as_deref()
+            .or(event.tool_call_id.as_deref())
+            .unwrap_or(""),
+        60,
+    );
+    let kind = event.kind.as_deref().unwrap_or("-");
+    let status = event.status.as_deref().unwrap_or("-");
+    let status_color = match status {
+        "completed" | "selected" => "32",
+        "failed" | "cancelled" => "31",
+        _ => "33",
+    };
+    let _ = match event.event {
+        "tool_call_started" => write!(out, "{} {kind:<9} {title}", paint("36", "tool started ")),
+        "tool_call_finished" => write!(
+            out,
+            "{} {kind:<9} {title} {}",
+            paint("36", "tool finished"),
+            paint(status_color, status)
+        ),
+        "tool_call_updated" => write!(
+            out,
+            "{} {kind:<9} {title} {}",
+            paint("36", "tool updated "),
+            paint(status_color, status)
+        ),
+        "permission_decided" => write!(
+            out,
+            "{} {title}: {} by {}",
+            paint("35", "permission   "),
+            paint(
+                if event
+                    .option_kind
+                    .as_deref()
+                    .is_some_and(|k| k.starts_with("allow"))
+                {
+                    "32"
+                } else {
+                    "31"
+                },
+                event.option_kind.as_deref().unwrap_or(status)
+            ),
+            event.decided_by.as_deref().unwrap_or("-")
+        ),
+        _ => write!(
+            out,
+            "{} {}",
+            paint("1", "turn ended   "),
+            event.stop_reason.as_deref().unwrap_or("-")
+        ),
+    };
+    out
+}
