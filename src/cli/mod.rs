@@ -292,6 +292,8 @@ pub struct ReplayArgs {
 pub enum ExportFormat {
     /// One JSON record a line: {"seq", "t", "dir", "eol", "text"}.
     Jsonl,
+    /// The NDJSON trace of the ACP conductor, for `agent-client-protocol-trace-viewer`.
+    Trace,
 }
 
 #[derive(Debug, Args)]
@@ -596,10 +598,18 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(args) => {
             let store = args.db.open()?;
             let session = queries::resolve_session(store.connection(), &args.session)?;
-            let records = crate::record::transcript::export(&store, session.connection_id)?;
+            let lines = match args.format {
+                ExportFormat::Jsonl => {
+                    crate::record::transcript::export(&store, session.connection_id)?
+                        .iter()
+                        .map(serde_json::to_string)
+                        .collect::<Result<Vec<_>, _>>()?
+                }
+                ExportFormat::Trace => crate::record::trace::export(&store, session.connection_id)?,
+            };
             let mut text = String::new();
-            for record in &records {
-                text.push_str(&serde_json::to_string(record)?);
+            for line in &lines {
+                text.push_str(line);
                 text.push('\n');
             }
             match args.output {

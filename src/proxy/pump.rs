@@ -78,6 +78,8 @@ pub fn pump(
     // The head of an over-long line and the line's length so far: recorded once the line ends.
     let mut long_line: Option<(Bytes, i64)> = None;
     let mut copied = 0u64;
+    // The lines of one run, reused from run to run.
+    let mut lines: Vec<Bytes> = Vec::new();
     loop {
         let read = framer.read_from(&mut input);
         let at_end = !matches!(read, Ok(n) if n > 0);
@@ -90,10 +92,9 @@ pub fn pump(
             match piece {
                 Piece::Lines(run) => {
                     let Some(interceptor) = interceptor.as_mut() else {
-                        for line in split_lines(&run) {
-                            let size = line.len() as i64;
-                            recorder.record(direction, ts, line, size, Annotation::default());
-                        }
+                        lines.clear();
+                        lines.extend(split_lines(&run));
+                        recorder.record_lines(direction, ts, &lines);
                         forward.send(run, true);
                         continue;
                     };

@@ -17,6 +17,7 @@ pub mod queries;
 mod queue;
 pub mod redact;
 pub mod store;
+pub mod trace;
 pub mod transcript;
 
 use std::path::PathBuf;
@@ -105,6 +106,8 @@ impl ByteSize for Item {
 #[derive(Clone)]
 pub struct RecorderHandle {
     queue: Arc<ByteBoundedQueue<Item>>,
+    /// False with `--no-record`: lines are not even queued.
+    enabled: bool,
 }
 
 impl RecorderHandle {
@@ -130,6 +133,29 @@ impl RecorderHandle {
                 annotation,
             })
         });
+    }
+}
+
+impl RecorderHandle {
+    /// Hands over a run of complete lines at once, each recorded whole and unannotated.
+    pub fn record_lines(&self, direction: Direction, ts: i64, lines: &[Bytes]) {
+        if !self.enabled {
+            return;
+        }
+        let size = lines.iter().map(Bytes::len).sum();
+        self.queue
+            .push_numbered_batch(size, lines.len(), |number, index| {
+                let raw = lines[index].clone();
+                Item::Line(Line {
+                    seq: number as i64,
+                    ts,
+                    direction,
+                    size: raw.len() as i64,
+                    truncated: false,
+                    raw,
+                    annotation: Annotation::default(),
+                })
+            });
     }
 }
 
@@ -162,6 +188,7 @@ impl Recorder {
         start: ConnectionStart,
     ) -> Recorder {
         let queue = Arc::new(ByteBoundedQueue::new(RECORD_BUFFER_BYTES));
+        let enabled = matches!(destination, Destination::Database(_));
         let thread = {
             let queue = queue.clone();
             std::thread::Builder::new()
@@ -170,7 +197,7 @@ impl Recorder {
                 .expect("spawn the recorder thread")
         };
         Recorder {
-            handle: RecorderHandle { queue },
+            handle: RecorderHandle { queue, enabled },
             thread,
         }
     }

@@ -61,14 +61,31 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
     /// Adds the item `make` builds from its number in queue order (0, 1, 2, ...), so that several
     /// producers get numbers that match the order the consumer sees. `size` is the item's size.
     pub fn push_numbered(&self, size: usize, make: impl FnOnce(u64) -> T) {
+        let mut make = Some(make);
+        self.push_numbered_batch(size, 1, |number, _| {
+            (make.take().expect("called once"))(number)
+        });
+    }
+
+    /// Adds `count` items at once (one lock, one wake-up: a run of small lines costs one queue
+    /// operation, not one per line). `make(number, index)` builds the item at `index`; `size`
+    /// is their total size.
+    pub fn push_numbered_batch(
+        &self,
+        size: usize,
+        count: usize,
+        mut make: impl FnMut(u64, usize) -> T,
+    ) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while !state.items.is_empty() && state.bytes + size > self.capacity {
             state = self.not_full.wait(state).unwrap_or_else(|e| e.into_inner());
         }
-        let item = make(state.pushed);
-        state.pushed += 1;
-        state.bytes += size;
-        state.items.push_back(item);
+        for index in 0..count {
+            let item = make(state.pushed, index);
+            state.pushed += 1;
+            state.bytes += item.size();
+            state.items.push_back(item);
+        }
         drop(state);
         self.not_empty.notify_one();
     }

@@ -5,11 +5,12 @@ mod faults;
 mod inspect;
 mod lifecycle;
 mod policy;
-// mod policy_corpus; (enabled with the shell analysis)
+mod policy_corpus;
 mod redaction;
 mod replay;
 mod samples;
 mod sdk;
 mod streams;
+mod trace;
 mod transcripts;
 mod util;

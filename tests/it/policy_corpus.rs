@@ -52,7 +52,11 @@ impl Project {
         let policy_file = root.join("acptap-policy.toml");
         std::fs::write(&policy_file, format!("{PERMISSIVE}\n{extra_rules}")).unwrap();
         let policy = Policy::load(&[policy_file]).unwrap();
-        Project { _dir: dir, root, policy }
+        Project {
+            _dir: dir,
+            root,
+            policy,
+        }
     }
 
     fn p(&self, rel: &str) -> String {
@@ -109,7 +113,11 @@ fn permissive_policy_still_allows_what_it_says() {
     ];
     for verdict in allowed {
         assert_eq!(verdict.decision, Decision::Allow, "{verdict:?}");
-        assert_eq!(verdict.option_id.as_deref(), Some("allow"), "allow_once, never allow_always");
+        assert_eq!(
+            verdict.option_id.as_deref(),
+            Some("allow"),
+            "allow_once, never allow_always"
+        );
     }
 }
 
@@ -206,43 +214,153 @@ fn hostile_requests_are_never_auto_allowed() {
         .into_iter()
         .map(|c| (format!("command {c}"), exec(c), None))
         .collect();
-    let mut add = |name: &str, call: Value, agent: Option<&'static str>| requests.push((name.to_owned(), call, agent));
-    add("execute without rawInput (claude): the title is not the command", json!({"toolCallId": "t", "kind": "execute", "title": "git status"}), Some("@zed-industries/claude-agent-acp"));
-    add("gemini title with a chain", json!({"toolCallId": "t", "kind": "execute", "title": "git status; rm -rf ~"}), Some("gemini-cli"));
-    add("gemini title with a substitution", json!({"toolCallId": "t", "kind": "execute", "title": "git status $(id)"}), Some("gemini-cli"));
-    add("gemini title for a non-execute kind", json!({"toolCallId": "t", "kind": "read", "title": "ls"}), Some("gemini-cli"));
+    let mut add = |name: &str, call: Value, agent: Option<&'static str>| {
+        requests.push((name.to_owned(), call, agent))
+    };
+    add(
+        "execute without rawInput (claude): the title is not the command",
+        json!({"toolCallId": "t", "kind": "execute", "title": "git status"}),
+        Some("@zed-industries/claude-agent-acp"),
+    );
+    add(
+        "gemini title with a chain",
+        json!({"toolCallId": "t", "kind": "execute", "title": "git status; rm -rf ~"}),
+        Some("gemini-cli"),
+    );
+    add(
+        "gemini title with a substitution",
+        json!({"toolCallId": "t", "kind": "execute", "title": "git status $(id)"}),
+        Some("gemini-cli"),
+    );
+    add(
+        "gemini title for a non-execute kind",
+        json!({"toolCallId": "t", "kind": "read", "title": "ls"}),
+        Some("gemini-cli"),
+    );
     add("read outside", with_path("read", "/etc/passwd"), None);
-    add("read .. traversal", with_path("read", &p.p("../outside/secret")), None);
-    add("read through a symlink out", with_path("read", &p.p("escape/secret")), None);
-    add("read through a symlink to /etc", with_path("read", &p.p("etc-link/passwd")), None);
-    add("edit through a symlink out", with_path("edit", &p.p("escape/new-file")), None);
-    add("relative traversal", with_path("read", "../../etc/passwd"), None);
-    add("globbing traversal", with_path("read", &p.p("**/../../outside/x")), None);
-    add("absolute path elsewhere", with_path("edit", "/home/other/project/x"), None);
+    add(
+        "read .. traversal",
+        with_path("read", &p.p("../outside/secret")),
+        None,
+    );
+    add(
+        "read through a symlink out",
+        with_path("read", &p.p("escape/secret")),
+        None,
+    );
+    add(
+        "read through a symlink to /etc",
+        with_path("read", &p.p("etc-link/passwd")),
+        None,
+    );
+    add(
+        "edit through a symlink out",
+        with_path("edit", &p.p("escape/new-file")),
+        None,
+    );
+    add(
+        "relative traversal",
+        with_path("read", "../../etc/passwd"),
+        None,
+    );
+    add(
+        "globbing traversal",
+        with_path("read", &p.p("**/../../outside/x")),
+        None,
+    );
+    add(
+        "absolute path elsewhere",
+        with_path("edit", "/home/other/project/x"),
+        None,
+    );
     add("home directory", with_path("read", "~/.ssh/id_rsa"), None);
-    add("outside dir by absolute path", with_path("read", &outside.join("x").display().to_string()), None);
-    add("diff path outside", json!({"toolCallId": "t", "kind": "edit", "locations": [{"path": p.p("a.rs")}],
-        "content": [{"type": "diff", "path": "/etc/hosts", "newText": "x"}]}), None);
-    add("rawInput path outside, locations inside", json!({"toolCallId": "t", "kind": "edit",
-        "locations": [{"path": p.p("a.rs")}], "rawInput": {"file_path": "/etc/hosts"}}), None);
-    add("rawInput path only", json!({"toolCallId": "t", "kind": "edit", "rawInput": {"file_path": format!("{home}/.bashrc")}}), None);
-    add("codex changes map outside", json!({"toolCallId": "t", "kind": "edit", "locations": [{"path": p.p("a.rs")}],
-        "rawInput": {"changes": {"/etc/cron.d/x": {"type": "add"}}}}), None);
-    add("no path at all", json!({"toolCallId": "t", "kind": "edit", "title": "Edit"}), None);
-    add("empty locations", json!({"toolCallId": "t", "kind": "read", "locations": []}), None);
-    add("git hooks inside the project", with_path("edit", &p.p(".git/hooks/pre-commit")), None);
-    add("a shell startup file inside the project", with_path("edit", &p.p(".bashrc")), None);
-    add("the policy file itself", with_path("edit", &p.p("acptap-policy.toml")), None);
-    add("missing kind", json!({"toolCallId": "t", "locations": [{"path": p.p("a.rs")}]}), None);
+    add(
+        "outside dir by absolute path",
+        with_path("read", &outside.join("x").display().to_string()),
+        None,
+    );
+    add(
+        "diff path outside",
+        json!({"toolCallId": "t", "kind": "edit", "locations": [{"path": p.p("a.rs")}],
+        "content": [{"type": "diff", "path": "/etc/hosts", "newText": "x"}]}),
+        None,
+    );
+    add(
+        "rawInput path outside, locations inside",
+        json!({"toolCallId": "t", "kind": "edit",
+        "locations": [{"path": p.p("a.rs")}], "rawInput": {"file_path": "/etc/hosts"}}),
+        None,
+    );
+    add(
+        "rawInput path only",
+        json!({"toolCallId": "t", "kind": "edit", "rawInput": {"file_path": format!("{home}/.bashrc")}}),
+        None,
+    );
+    add(
+        "codex changes map outside",
+        json!({"toolCallId": "t", "kind": "edit", "locations": [{"path": p.p("a.rs")}],
+        "rawInput": {"changes": {"/etc/cron.d/x": {"type": "add"}}}}),
+        None,
+    );
+    add(
+        "no path at all",
+        json!({"toolCallId": "t", "kind": "edit", "title": "Edit"}),
+        None,
+    );
+    add(
+        "empty locations",
+        json!({"toolCallId": "t", "kind": "read", "locations": []}),
+        None,
+    );
+    add(
+        "git hooks inside the project",
+        with_path("edit", &p.p(".git/hooks/pre-commit")),
+        None,
+    );
+    add(
+        "a shell startup file inside the project",
+        with_path("edit", &p.p(".bashrc")),
+        None,
+    );
+    add(
+        "the policy file itself",
+        with_path("edit", &p.p("acptap-policy.toml")),
+        None,
+    );
+    add(
+        "missing kind",
+        json!({"toolCallId": "t", "locations": [{"path": p.p("a.rs")}]}),
+        None,
+    );
     add("custom kind", with_path("_read", &p.p("a.rs")), None);
-    add("kind in another case", with_path("Read", &p.p("a.rs")), None);
+    add(
+        "kind in another case",
+        with_path("Read", &p.p("a.rs")),
+        None,
+    );
     add("kind with a space", with_path("read ", &p.p("a.rs")), None);
-    add("a read that carries a command", json!({"toolCallId": "t", "kind": "read", "locations": [{"path": p.p("a.rs")}],
-        "rawInput": {"command": "cat a.rs; rm -rf ~"}}), None);
-    add("title claims a read of an edit", json!({"toolCallId": "t", "kind": "delete", "title": "Read a.rs",
-        "locations": [{"path": p.p("a.rs")}]}), None);
-    add("no toolCallId", json!({"kind": "read", "locations": [{"path": p.p("a.rs")}]}), None);
-    assert!(requests.len() >= 60, "the corpus has {} requests", requests.len());
+    add(
+        "a read that carries a command",
+        json!({"toolCallId": "t", "kind": "read", "locations": [{"path": p.p("a.rs")}],
+        "rawInput": {"command": "cat a.rs; rm -rf ~"}}),
+        None,
+    );
+    add(
+        "title claims a read of an edit",
+        json!({"toolCallId": "t", "kind": "delete", "title": "Read a.rs",
+        "locations": [{"path": p.p("a.rs")}]}),
+        None,
+    );
+    add(
+        "no toolCallId",
+        json!({"kind": "read", "locations": [{"path": p.p("a.rs")}]}),
+        None,
+    );
+    assert!(
+        requests.len() >= 60,
+        "the corpus has {} requests",
+        requests.len()
+    );
     let mut allowed = Vec::new();
     for (name, call, agent) in &requests {
         let verdict = p.decide_as(call.clone(), *agent, claude_options());
@@ -257,7 +375,10 @@ fn hostile_requests_are_never_auto_allowed() {
 fn a_request_that_is_not_about_a_tool_call_goes_to_the_user() {
     let p = Project::new("");
     let params = json!({"sessionId": "s", "mode": "yolo", "options": claude_options()});
-    assert_eq!(p.policy.decide(&params, None, Context::default()).decision, Decision::Ask);
+    assert_eq!(
+        p.policy.decide(&params, None, Context::default()).decision,
+        Decision::Ask
+    );
 }
 
 #[test]
@@ -266,24 +387,54 @@ fn partial_request_is_merged_over_the_recorded_tool_call() {
     let update = json!({"toolCallId": "t", "kind": "edit", "locations": [{"path": "/etc/hosts"}]});
     let (known, _) = ToolCall::create(update.as_object().unwrap(), UpdateKind::ToolCall);
     let params = json!({"sessionId": "s", "toolCall": {"toolCallId": "t", "title": "Edit"}, "options": claude_options()});
-    let context = Context { cwd: Some(&p.root), agent: None };
-    assert_ne!(p.policy.decide(&params, Some(&known), context).decision, Decision::Allow);
+    let context = Context {
+        cwd: Some(&p.root),
+        agent: None,
+    };
+    assert_ne!(
+        p.policy.decide(&params, Some(&known), context).decision,
+        Decision::Allow
+    );
     let inside = json!({"toolCallId": "t", "kind": "edit", "locations": [{"path": p.p("a.rs")}]});
     let (known, _) = ToolCall::create(inside.as_object().unwrap(), UpdateKind::ToolCall);
-    assert_eq!(p.policy.decide(&params, Some(&known), context).decision, Decision::Allow);
+    assert_eq!(
+        p.policy.decide(&params, Some(&known), context).decision,
+        Decision::Allow
+    );
 }
 
 #[test]
 fn destructive_rm_is_denied_by_the_built_in_guard_even_when_hidden() {
-    let p = Project::new("[[rule]]\nid = \"anything\"\ndecision = \"allow\"\nkind = \"execute\"\ncommand = [[\"rm\"], [\"echo\"]]\n");
-    for command in ["rm -rf /", "rm -fr ~", "rm -r .", "rm --recursive ..", "echo $(rm -rf ~)", "rm -Rf /*", "bash -c 'rm -rf $HOME'"] {
+    let p = Project::new(
+        "[[rule]]\nid = \"anything\"\ndecision = \"allow\"\nkind = \"execute\"\ncommand = [[\"rm\"], [\"echo\"]]\n",
+    );
+    for command in [
+        "rm -rf /",
+        "rm -fr ~",
+        "rm -r .",
+        "rm --recursive ..",
+        "echo $(rm -rf ~)",
+        "rm -Rf /*",
+        "bash -c 'rm -rf $HOME'",
+    ] {
         let verdict = p.decide(exec(json!(command)));
-        assert_eq!((verdict.decision, verdict.rule.as_deref()), (Decision::Deny, Some("guard:rm-rf")), "{command}");
-        assert_eq!(verdict.option_id.as_deref(), Some("reject"), "reject_once, never cancelled");
+        assert_eq!(
+            (verdict.decision, verdict.rule.as_deref()),
+            (Decision::Deny, Some("guard:rm-rf")),
+            "{command}"
+        );
+        assert_eq!(
+            verdict.option_id.as_deref(),
+            Some("reject"),
+            "reject_once, never cancelled"
+        );
     }
     let verdict = p.decide(exec(json!(format!("rm -rf {}", p.root.display()))));
     assert_eq!(verdict.decision, Decision::Deny, "the project itself");
-    assert_eq!(p.decide(exec(json!("rm -rf target"))).decision, Decision::Allow);
+    assert_eq!(
+        p.decide(exec(json!("rm -rf target"))).decision,
+        Decision::Allow
+    );
 }
 
 /// The `options` of every permission request in a sample.
@@ -294,14 +445,17 @@ fn option_sets(sample: &str) -> Vec<Value> {
         .filter_map(|l| {
             let record: Value = serde_json::from_str(l).unwrap();
             let message: Value = serde_json::from_str(record["text"].as_str()?).ok()?;
-            (message["method"] == "session/request_permission").then(|| message["params"]["options"].clone())
+            (message["method"] == "session/request_permission")
+                .then(|| message["params"]["options"].clone())
         })
         .collect()
 }
 
 #[test]
 fn options_are_chosen_by_kind_in_real_option_sets() {
-    let always = Project::new("[[rule]]\nid = \"always-src\"\ndecision = \"allow\"\nallow_always = true\nkind = \"fetch\"\npaths = [\"${cwd}/src/**\"]\n[[rule]]\nid = \"deny-srv\"\ndecision = \"deny\"\npaths = [\"/srv/**\"]\n");
+    let always = Project::new(
+        "[[rule]]\nid = \"always-src\"\ndecision = \"allow\"\nallow_always = true\nkind = \"fetch\"\npaths = [\"${cwd}/src/**\"]\n[[rule]]\nid = \"deny-srv\"\ndecision = \"deny\"\npaths = [\"/srv/**\"]\n",
+    );
     let expected = [
         (SAMPLES[0], "allow", Some("allow_always"), "reject"),
         (SAMPLES[2], "approved", None, "abort"),
@@ -309,21 +463,49 @@ fn options_are_chosen_by_kind_in_real_option_sets() {
     ];
     for (sample, once, remembered, reject) in expected {
         for options in option_sets(sample) {
-            let offered_always = options.as_array().unwrap().iter().find(|o| o["kind"] == "allow_always").map(|o| o["optionId"].as_str().unwrap().to_owned());
+            let offered_always = options
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["kind"] == "allow_always")
+                .map(|o| o["optionId"].as_str().unwrap().to_owned());
             // An ordinary allow takes allow_once, whatever else is offered.
-            let v = always.decide_as(with_path("read", &always.p("README.md")), None, options.clone());
-            assert_eq!((v.decision, v.option_id.as_deref()), (Decision::Allow, Some(once)), "{sample}");
+            let v = always.decide_as(
+                with_path("read", &always.p("README.md")),
+                None,
+                options.clone(),
+            );
+            assert_eq!(
+                (v.decision, v.option_id.as_deref()),
+                (Decision::Allow, Some(once)),
+                "{sample}"
+            );
             // allow_always only when the rule asks for it, and only if offered.
-            let v = always.decide_as(with_path("fetch", &always.p("src/a.rs")), None, options.clone());
+            let v = always.decide_as(
+                with_path("fetch", &always.p("src/a.rs")),
+                None,
+                options.clone(),
+            );
             match &offered_always {
                 Some(id) => assert_eq!(v.option_id.as_deref(), Some(id.as_str()), "{sample}"),
-                None => assert_eq!(v.option_id.as_deref(), Some(once), "{sample}: falls back to allow_once"),
+                None => assert_eq!(
+                    v.option_id.as_deref(),
+                    Some(once),
+                    "{sample}: falls back to allow_once"
+                ),
             }
             if let Some(remembered) = remembered {
-                assert!(offered_always.as_deref() == Some(remembered) || offered_always.is_none(), "{sample}");
+                assert!(
+                    offered_always.as_deref() == Some(remembered) || offered_always.is_none(),
+                    "{sample}"
+                );
             }
             let v = always.decide_as(with_path("edit", "/srv/x"), None, options.clone());
-            assert_eq!((v.decision, v.option_id.as_deref()), (Decision::Deny, Some(reject)), "{sample}");
+            assert_eq!(
+                (v.decision, v.option_id.as_deref()),
+                (Decision::Deny, Some(reject)),
+                "{sample}"
+            );
         }
     }
     // An option set without allow_once: an allow goes to the user instead.
@@ -335,9 +517,15 @@ fn options_are_chosen_by_kind_in_real_option_sets() {
 #[test]
 fn the_documented_example_policies_pass_their_own_tests() {
     for name in ["read-only.toml", "project.toml"] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policies").join(name);
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/policies")
+            .join(name);
         let policy = Policy::load_unchecked(std::slice::from_ref(&path)).unwrap();
-        let failed: Vec<_> = policy.self_check().into_iter().filter(|c| !c.passed).collect();
+        let failed: Vec<_> = policy
+            .self_check()
+            .into_iter()
+            .filter(|c| !c.passed)
+            .collect();
         assert!(failed.is_empty(), "{name}: {failed:#?}");
         assert!(Policy::load(&[path]).is_ok());
     }
