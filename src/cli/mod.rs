@@ -51,6 +51,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Load a transcript (as `export` writes it, or shared/samples) into the database.
     Import(ImportArgs),
+    /// Write one session as a self-contained HTML file: timeline, tool calls, diffs, permission
+    /// decisions, the raw messages, with filters.
+    Report(ReportArgs),
     /// Follow a database live: one line per tool call, permission decision and turn end.
     Tail(TailArgs),
     /// Counts and durations: tool calls per kind and status, permission decisions, turns, bytes.
@@ -179,6 +182,18 @@ pub struct ToolsArgs {
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last`.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// The HTML file to write [default: acptap-<session>.html in the current directory]
+    #[arg(short, long, value_name = "FILE.html")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -471,6 +486,29 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             } else {
                 print(&inspect::render_tools(&rows))?;
             }
+            Ok(0)
+        }
+        Command::Report(args) => {
+            let store = args.db.open()?;
+            let session = queries::resolve_session(store.connection(), &args.session)?;
+            let html = crate::inspect::report::render(store.connection(), &session)?;
+            let path = args.output.unwrap_or_else(|| {
+                let safe: String = session
+                    .session_id
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+                PathBuf::from(format!("acptap-{safe}.html"))
+            });
+            std::fs::write(&path, html)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            print(&format!("{}\n", path.display()))?;
             Ok(0)
         }
         Command::Tail(args) => {

@@ -8,6 +8,7 @@ mod policy;
 mod policy_corpus;
 mod redaction;
 mod replay;
+mod report;
 mod samples;
 mod sdk;
 mod streams;
