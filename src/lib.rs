@@ -15,6 +15,7 @@
 //! - [`record`]: the recorder thread, the schema's writes, and the read-side queries.
 //! - [`cli`]: the commands; [`inspect`] renders recordings; [`demo`] is the built-in demo.
 
+pub mod bench;
 pub mod cli;
 pub mod demo;
 pub mod inspect;

@@ -66,6 +66,14 @@ pub enum Command {
     Policy(policy::PolicyArgs),
     /// Run a complete demo session (built-in client and agent) through the real proxy and show it.
     Demo(DemoArgs),
+    /// Measure the proxy against a plain pipe (see docs/performance.md).
+    Bench(BenchArgs),
+    /// The agent side of `acptap bench`.
+    #[command(hide = true)]
+    BenchPeer {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// The built-in demo agent: speaks ACP on stdin/stdout (used by `acptap demo`).
     #[command(hide = true)]
     DemoAgent {
@@ -180,6 +188,17 @@ pub struct ToolsArgs {
     #[arg(long)]
     pub kind: Option<String>,
     /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Small workloads: checks that every way completes and the bytes match, in seconds. Its
+    /// figures mean nothing.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -486,6 +505,23 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             } else {
                 print(&inspect::render_tools(&rows))?;
             }
+            Ok(0)
+        }
+        Command::Bench(args) => {
+            let report = crate::bench::run(args.quick)?;
+            if args.json {
+                print_json(&report)?;
+            } else {
+                print(&crate::bench::render(&report))?;
+            }
+            let all_match = report.measurements.iter().all(|m| m.bytes_match);
+            if !all_match {
+                eprintln!("acptap: some bytes did not arrive as sent: see the BYTES column");
+            }
+            Ok(if all_match { 0 } else { 1 })
+        }
+        Command::BenchPeer { args } => {
+            crate::bench::peer(&args)?;
             Ok(0)
         }
         Command::Report(args) => {

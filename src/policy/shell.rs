@@ -22,28 +22,39 @@
 //! run concurrently (`|`, `&`) — and performs no expansion that can run code or substitute
 //! text, no redirection other than the ones above, no assignment, and no change to how later
 //! commands are looked up or parsed. The list is never empty. Everything else is [`Opaque`]:
-//! `$` in any form (`$X`, `${X}`, `$(...)`, `$((...))`, `$'...'`, `$"..."`), backticks,
-//! process substitution, here-documents and here-strings, other redirections, subshells,
-//! brace groups, control structures, `[[ ]]`, `(( ))`, functions, `!`, `time`, `coproc`,
-//! assignments (also as a prefix: `LD_PRELOAD=x git status`), brace expansion (`{a,b}`,
-//! `{1..3}`), control characters other than tab, newlines inside a word, shells run any
-//! other way (`bash script.sh`, `fish -c`, `./bash -c`), `env` with arguments, and builtins that
-//! run hidden code or change shell state (`eval`, `exec`, `source`, `.`, `command`,
-//! `builtin`, `trap`, `alias`, `export`, `read`, `printf -v`, `shopt`, most of `set`, ...).
-//! Builtins that evaluate an argument as a variable name or arithmetic (`printf`, `test`,
-//! `[`, `wait`, `kill`, `cd`, ...) are opaque when an argument contains `[`: bash evaluates
-//! array subscripts, and `printf -v 'a[_]' x` can run code without a single `$` on the line.
+//!
+//! - `$` in any form (`$X`, `${X}`, `$(...)`, `$((...))`, `$"..."`), backticks, process
+//!   substitution; also ANSI-C quoting `$'...'`, which is not decoded: bash's escapes (`\x`,
+//!   `\u`, octal, `\cX`) are easy to decode subtly wrong, and agents hardly need them;
+//! - here-documents, here-strings, other redirections, closing an fd (`>&-`: the next file the
+//!   command opens would become its stdout), and a `{name}` word (`echo {PATH}>/dev/null`
+//!   assigns a file descriptor number to `PATH`);
+//! - subshells, brace groups, control structures, `[[ ]]`, `(( ))`, functions, `!`, `time`,
+//!   `coproc`; assignments, alone or as a prefix (`LD_PRELOAD=x git status`); brace expansion
+//!   (`{a,b}`, `{1..3}`), which turns one word into several;
+//! - control characters other than tab, newlines inside a word, unterminated quotes, anything
+//!   that fails to parse, and lines with nothing to run;
+//! - a shell run any other way (`bash script.sh`, `bash` alone, `git status | sh`, `fish -c`,
+//!   `./bash -c`, extra arguments after the script), and `env` with arguments;
+//! - builtins that run hidden code or change shell state (`eval`, `exec`, `source`, `.`,
+//!   `command`, `builtin`, `trap`, `alias`, `export`, `read`, `printf -v`, `shopt`, `set`
+//!   other than `-e`/`-u`/`-x`/`-v`/`-o pipefail`, ...), and builtins that may evaluate an
+//!   argument as a variable name or arithmetic (`printf`, `test`, `[`, `wait`, `cd`, ...) when
+//!   an argument contains `[`: bash evaluates array subscripts, and `printf -v 'a[_]' x` runs
+//!   code from `$_` without a single `$` on the line.
 //!
 //! # Not guaranteed
 //!
 //! - Which commands are allowed: the caller compares `words` exactly, so `/tmp/git`, a
 //!   Unicode look-alike or `git\u{a0}status` simply fail to match.
-//! - Globs (`*`, `?`, `[...]`) and `~` stay literal here, but the shell expands them (`~`
-//!   also after `=` and `:`). An allowed pattern that contains a literal `*` word therefore
-//!   lets the shell substitute file names, including names that look like options.
+//! - Globs (`*`, `?`, `[...]`) and tildes (`~`, `~user`, `~+`, also after `=` and `:`) stay
+//!   literal here, but the shell expands them. An allowed pattern with a literal `*` word
+//!   therefore lets the shell substitute file names, including names that look like options.
 //! - What a command does with its arguments: `find -exec`, `xargs`, `sudo`, `timeout`,
 //!   `git -c alias...`, `python -c` and `cd` (which changes where later commands run) are
-//!   ordinary commands here; the policy must not grant them carelessly.
+//!   ordinary commands here; a policy must not grant them carelessly.
+//! - The shell's environment: functions exported into it, or aliases and functions that a
+//!   login shell (`bash -lc`) picks up from the user's startup files.
 //! - If a client runs an argv through a shell instead of executing it, the argv's elements
 //!   are not shell-checked by [`analyse_argv`]; join and use [`analyse`] then.
 //!
@@ -51,12 +62,15 @@
 //!
 //! [`brush_parser`] is the parser of the brush shell, a bash-compatible shell in Rust: it
 //! handles bash's grammar (operators, quoting, here-documents, compound commands) and keeps
-//! every word's raw text, so nothing is expanded or lost. It is used only for structure.
-//! Defence in depth: a quote-aware pre-scan rejects `$`, backticks, here-documents, control
-//! characters and deep nesting before the parser runs (bounding its recursion), parser
-//! panics are caught, and quote removal is done here with a deliberately strict lexer that
-//! rejects anything it does not fully understand, including metacharacters that a correct
-//! tokenizer would never have left inside a word.
+//! every word's raw text, so nothing is expanded or lost. It is used only for structure, and
+//! not trusted alone: a quote-aware pre-scan rejects `$`, backticks, here-documents and
+//! control characters before it runs (so its recursive tokenizer never recurses); lines with
+//! more than a handful of nesting tokens are rejected before the recursive parser sees them;
+//! its panics are caught; and quote removal is done here by a deliberately strict lexer that
+//! rejects what it does not fully understand, including metacharacters that a correct
+//! tokenizer would never leave inside a word. Scripts of `sh`, `dash`, `zsh` and `ksh` are
+//! read with bash's grammar: their differences only ever make a line opaque or a word fail
+//! to match (zsh's `=cmd`, say).
 
 use std::fmt;
 
@@ -155,11 +169,13 @@ const OPAQUE_COMMANDS: &[(&str, &str)] = &[
     ("compgen", "`compgen` can run shell code"),
     ("complete", "`complete` can run shell code"),
     ("compopt", "`compopt` changes shell state"),
+    ("disable", "`disable` changes what later commands mean"),
     ("emulate", "`emulate` can run shell code"),
     ("enable", "`enable` can load code into the shell"),
     ("eval", "`eval` runs code the policy cannot see"),
     ("exec", "`exec` replaces the shell"),
     ("fc", "`fc` re-runs earlier commands"),
+    ("functions", "`functions` changes shell functions"),
     ("hash", "`hash` changes which program a name runs"),
     ("nocorrect", "`nocorrect` hides which command runs"),
     ("noglob", "`noglob` hides which command runs"),
@@ -167,14 +183,12 @@ const OPAQUE_COMMANDS: &[(&str, &str)] = &[
     ("source", "`source` runs a script the policy cannot see"),
     ("trap", "`trap` runs shell code later"),
     ("unalias", "`unalias` changes what later commands mean"),
-    ("zmodload", "`zmodload` loads code into the shell"),
-    ("disable", "`disable` changes what later commands mean"),
-    ("functions", "`functions` changes shell functions"),
     (
         "unfunction",
         "`unfunction` changes what later commands mean",
     ),
     ("unhash", "`unhash` changes which program a name runs"),
+    ("zmodload", "`zmodload` loads code into the shell"),
     ("zstyle", "`zstyle` can run shell code"),
     // Assign variables or change shell options (PATH, LD_PRELOAD, `set -k`, ...).
     ("declare", "assignment with `declare`"),
@@ -216,9 +230,9 @@ pub fn analyse(script: &str) -> Result<Vec<SimpleCommand>, Opaque> {
 }
 
 /// The same for an argv array (codex-acp sends `["/bin/bash", "-lc", "cargo test"]`; others may
-/// send `["git", "status"]`). A shell invoked with -c (see unwrapping below) is unwrapped and its
-/// script analysed; any other argv is one simple command whose words are the elements verbatim
-/// (still subject to the command-word rules below).
+/// send `["git", "status"]`). A shell invoked with -c (as in the module doc) is unwrapped and its
+/// script analysed; any other argv is one simple command whose words are the elements verbatim,
+/// still subject to the command-word rules (no `eval`, no other shell, no control characters).
 pub fn analyse_argv(argv: &[String]) -> Result<Vec<SimpleCommand>, Opaque> {
     if argv.is_empty() {
         return Err(opaque("empty command"));
@@ -767,7 +781,149 @@ fn check_command_word(words: &[String]) -> Result<(), Opaque> {
             "`[` in an argument of `{command}` (the shell may evaluate it as an array subscript)"
         )));
     }
-    Ok(())
+    check_arithmetic_arguments(command, args)
+}
+
+/// zsh and ksh evaluate some builtins' arguments as arithmetic, where a name is a variable
+/// whose value is evaluated in turn (`$_` can hold `a[$(cmd)]`) and `PATH=5` assigns. Those
+/// arguments must be plain numbers (or, for `kill` and `ulimit`, option and signal names).
+fn check_arithmetic_arguments(command: &str, args: &[String]) -> Result<(), Opaque> {
+    let arithmetic = || {
+        Err(Opaque(format!(
+            "`{command}` argument that zsh or ksh may evaluate as arithmetic"
+        )))
+    };
+    match command {
+        "shift" | "return" | "exit" | "break" | "continue" | "logout" | "bye"
+            if !args.iter().all(|a| is_integer(a)) =>
+        {
+            arithmetic()
+        }
+        "test" | "["
+            if args.iter().any(|a| {
+                matches!(
+                    a.as_str(),
+                    "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge" | "-t"
+                )
+            }) =>
+        {
+            arithmetic()
+        }
+        "kill" | "ulimit" | "sleep"
+            if !args.iter().all(|a| {
+                a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '%' | '+' | '.'))
+                    && (a.starts_with('-') || !a.chars().any(|c| c.is_ascii_lowercase()))
+                    || matches!(a.as_str(), "unlimited" | "hard" | "soft" | "infinity")
+                    || a.strip_suffix(['s', 'm', 'h', 'd']).is_some_and(is_number)
+            }) =>
+        {
+            arithmetic()
+        }
+        "print"
+            if args.iter().any(|a| {
+                a.starts_with('-') && !matches!(a.as_str(), "-r" | "-n" | "-rn" | "-nr" | "--")
+            }) =>
+        {
+            Err(opaque("`print` option other than `-r` and `-n`"))
+        }
+        "printf" => check_printf(args),
+        _ => Ok(()),
+    }
+}
+
+/// Arguments consumed by a numeric conversion of the format (`%d`, `%5.*f`, ...) must be
+/// plain numbers; `%s`, `%b` and `%q` take any text.
+fn check_printf(args: &[String]) -> Result<(), Opaque> {
+    let args = match args.first() {
+        Some(first) if first == "--" => &args[1..],
+        _ => args,
+    };
+    let Some((format, values)) = args.split_first() else {
+        return Ok(());
+    };
+    if format.starts_with('-') {
+        return Err(opaque("`printf` option"));
+    }
+    let numeric = printf_conversions(format);
+    if values.is_empty() || numeric.is_empty() {
+        return Ok(());
+    }
+    // The format is reused until the arguments run out.
+    let all_plain = values
+        .iter()
+        .zip(numeric.iter().cycle())
+        .all(|(value, &numeric)| !numeric || value.is_empty() || is_number(value));
+    if all_plain {
+        Ok(())
+    } else {
+        Err(opaque(
+            "`printf` argument that zsh or ksh may evaluate as arithmetic",
+        ))
+    }
+}
+
+/// For each argument a printf format consumes, whether it is read as a number.
+fn printf_conversions(format: &str) -> Vec<bool> {
+    let mut kinds = Vec::new();
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        if chars.next_if_eq(&'%').is_some() {
+            continue;
+        }
+        // Flags, width and precision; `*` takes a numeric argument.
+        while let Some(&c) = chars.peek() {
+            match c {
+                '*' => kinds.push(true),
+                '-'
+                | '+'
+                | ' '
+                | '#'
+                | '0'..='9'
+                | '.'
+                | '\''
+                | 'h'
+                | 'l'
+                | 'L'
+                | 'q'
+                | 'j'
+                | 'z'
+                | 't' => {}
+                _ => break,
+            }
+            chars.next();
+        }
+        match chars.next() {
+            Some('s' | 'b' | 'q' | 'c') => kinds.push(false),
+            // `%(fmt)T` and anything unknown: treat as numeric.
+            Some(_) => kinds.push(true),
+            None => {}
+        }
+    }
+    kinds
+}
+
+fn is_integer(s: &str) -> bool {
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A decimal (optionally fractional) or hexadecimal number, nothing a shell could evaluate.
+fn is_number(s: &str) -> bool {
+    let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if let Some(hex) = unsigned
+        .strip_prefix("0x")
+        .or_else(|| unsigned.strip_prefix("0X"))
+    {
+        return !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    }
+    let (whole, fraction) = unsigned.split_once('.').unwrap_or((unsigned, "0"));
+    !whole.is_empty()
+        && whole.bytes().all(|b| b.is_ascii_digit())
+        && fraction.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// `NAME=`, `NAME+=` or `NAME[...]=` at the start of the command word.
@@ -916,6 +1072,14 @@ mod tests {
         ("printf '%s' x 'a[_]'", "array subscript"),
         ("test -v 'a[_]'", "array subscript"),
         ("[ -v 'a[_]' ]", "array subscript"),
+        // zsh and ksh evaluate these arguments as arithmetic (`_` holds the last argument).
+        ("true 'a[$(id)]'; printf '%d' _", "arithmetic"),
+        ("printf '%s %x' a PATH=5", "arithmetic"),
+        ("exit _", "arithmetic"),
+        ("shift PATH=1", "arithmetic"),
+        ("[ 1 -eq 1 ]", "arithmetic"),
+        ("kill _", "arithmetic"),
+        ("print -f '%d' x", "`print` option"),
         // Shells: unwrapped only as `SHELL [-lce...] -c SCRIPT`.
         ("bash -c \"$X\"", "variable expansion"),
         ("bash -c 'git status; rm $(id)'", "command substitution"),
@@ -1060,6 +1224,21 @@ mod tests {
             ("git\u{a0}status", &[&["git\u{a0}status"]]),
             ("git status | sh -c 'cat'", &[&["git", "status"], &["cat"]]),
             ("env", &[&["env"]]),
+            (
+                "printf '%s: %5.*f\\n' total 2 3.14159 && exit 1",
+                &[
+                    &["printf", "%s: %5.*f\\n", "total", "2", "3.14159"],
+                    &["exit", "1"],
+                ],
+            ),
+            (
+                "[ -f Cargo.toml ] && sleep 0.5 && kill -TERM %1",
+                &[
+                    &["[", "-f", "Cargo.toml", "]"],
+                    &["sleep", "0.5"],
+                    &["kill", "-TERM", "%1"],
+                ],
+            ),
         ];
         assert!(cases.len() >= 20);
         for (script, expected) in cases {

@@ -13,7 +13,11 @@
 //! answers might still come.
 //!
 //! Writes go straight to the file descriptor, without a buffer of their own: pieces are already
-//! runs of whole lines, so there is nothing to flush and no added latency.
+//! runs of whole lines, so there is nothing to flush. When nothing is queued, the pump writes a
+//! forwarded piece itself instead of waking the writer thread, so a request/response round trip
+//! costs no thread hand-off; the writer thread takes over whenever pieces queue up, and always
+//! writes the priority lane (its senders are the other direction's pump, which must never block
+//! on this sink).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -30,21 +34,48 @@ struct Lanes {
     forwarded: VecDeque<(Bytes, bool)>,
     priority: VecDeque<Bytes>,
     forwarded_closed: bool,
-    /// The writer is inside a forwarded line (the last piece it wrote did not end one).
+    /// Inside a forwarded line: the last piece written did not end one.
     mid_line: bool,
+    /// Someone is writing to the sink right now: the writer thread, or a pump on the fast path.
+    writing: bool,
 }
 
 struct Shared {
     lanes: Mutex<Lanes>,
-    /// Signalled when there is something to write, or the forwarded lane closed.
+    /// The sink itself; `None` once closed. Only the holder of the `writing` claim writes to it.
+    out: Mutex<Option<Box<dyn Write + Send>>>,
+    /// Signalled when there may be something to write, or the forwarded lane closed.
     work: Condvar,
-    /// Signalled when a lane has room.
+    /// Signalled when a lane has room, or the sink closed.
     room: Condvar,
 }
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Lanes> {
         self.lanes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes with the `writing` claim held. A peer that stopped reading must not stop the other
+    /// direction or the recording: after the first failed write, bytes are dropped.
+    fn write(&self, bytes: &[u8]) {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(sink) = out.as_mut()
+            && sink.write_all(bytes).is_err()
+        {
+            *out = None;
+        }
+    }
+
+    /// Gives up the `writing` claim, and wakes the writer thread for what queued meanwhile.
+    fn release(&self, mid_line: Option<bool>) {
+        let mut lanes = self.lock();
+        lanes.writing = false;
+        if let Some(mid_line) = mid_line {
+            lanes.mid_line = mid_line;
+        }
+        drop(lanes);
+        self.work.notify_one();
+        self.room.notify_all();
     }
 }
 
@@ -60,10 +91,22 @@ pub struct PrioritySender {
 }
 
 impl SinkSender {
-    /// Queues a forwarded piece; `ends_line` is false only for a part of an over-long line that
-    /// is not its last. Waits while the lane is full.
+    /// Forwards a piece; `ends_line` is false only for a part of an over-long line that is not
+    /// its last. When nothing is queued and nobody is writing, the caller writes it itself: a
+    /// request and its response then cost no thread hand-off. Otherwise the piece is queued for
+    /// the writer thread (waiting while the lane is full).
     pub fn send(&self, piece: Bytes, ends_line: bool) {
         let mut lanes = self.shared.lock();
+        if !lanes.writing
+            && lanes.forwarded.is_empty()
+            && (lanes.priority.is_empty() || lanes.mid_line)
+        {
+            lanes.writing = true;
+            drop(lanes);
+            self.shared.write(&piece);
+            self.shared.release(Some(!ends_line));
+            return;
+        }
         while lanes.forwarded.len() >= SINK_QUEUE_PIECES {
             lanes = self
                 .shared
@@ -91,7 +134,9 @@ impl Drop for SinkSender {
 }
 
 impl PrioritySender {
-    /// Queues a whole line of acptap's own. Returns false if the sink is already closed.
+    /// Queues a whole line of acptap's own for the writer thread (never written on the caller's
+    /// thread: the caller is the other direction's pump, which must not block on this sink).
+    /// Returns false if the sink is already closed.
     pub fn send(&self, line: Bytes) -> bool {
         let mut lanes = self.shared.lock();
         while lanes.priority.len() >= SINK_QUEUE_PIECES && !lanes.forwarded_closed {
@@ -112,18 +157,17 @@ impl PrioritySender {
 }
 
 /// Starts the writer thread of a sink. It ends when the forwarded lane is closed and drained,
-/// and then drops `out` (for the agent's stdin, that is what closes it).
-pub fn spawn_writer(
-    name: &str,
-    mut out: impl Write + Send + 'static,
-) -> (SinkSender, JoinHandle<()>) {
+/// and then closes `out` (for the agent's stdin, that is what the agent sees as end of input).
+pub fn spawn_writer(name: &str, out: impl Write + Send + 'static) -> (SinkSender, JoinHandle<()>) {
     let shared = Arc::new(Shared {
         lanes: Mutex::new(Lanes {
             forwarded: VecDeque::new(),
             priority: VecDeque::new(),
             forwarded_closed: false,
             mid_line: false,
+            writing: false,
         }),
+        out: Mutex::new(Some(Box::new(out))),
         work: Condvar::new(),
         room: Condvar::new(),
     });
@@ -132,35 +176,38 @@ pub fn spawn_writer(
         .name(format!("acptap-write-{name}"))
         .spawn(move || {
             let shared = writer_shared;
-            let mut broken = false;
             loop {
                 let mut lanes = shared.lock();
-                let piece = loop {
-                    if !lanes.mid_line
-                        && let Some(line) = lanes.priority.pop_front()
-                    {
-                        break Some(line);
-                    }
-                    if let Some((piece, ends_line)) = lanes.forwarded.pop_front() {
-                        lanes.mid_line = !ends_line;
-                        break Some(piece);
-                    }
-                    if lanes.forwarded_closed {
-                        break None;
+                let next = loop {
+                    if !lanes.writing {
+                        if !lanes.mid_line
+                            && let Some(line) = lanes.priority.pop_front()
+                        {
+                            break Some((line, None));
+                        }
+                        if let Some((piece, ends_line)) = lanes.forwarded.pop_front() {
+                            break Some((piece, Some(!ends_line)));
+                        }
+                        if lanes.forwarded_closed {
+                            break None;
+                        }
                     }
                     lanes = shared.work.wait(lanes).unwrap_or_else(|e| e.into_inner());
                 };
+                let Some((piece, mid_line)) = next else { break };
+                lanes.writing = true;
                 drop(lanes);
                 shared.room.notify_all();
-                let Some(piece) = piece else { break };
-                // A peer that stopped reading must not stop the other direction or the
-                // recording: keep draining, drop the bytes.
-                if !broken && out.write_all(&piece).is_err() {
-                    broken = true;
-                }
+                shared.write(&piece);
+                shared.release(mid_line);
             }
-            let _ = out.flush();
-            // Wake any priority sender waiting for room: the sink is closed.
+            // Closing the sink: flush, then drop the file so the peer sees end of input.
+            let mut out = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(sink) = out.as_mut() {
+                let _ = sink.flush();
+            }
+            *out = None;
+            drop(out);
             shared.room.notify_all();
         })
         .expect("spawn a writer thread");
