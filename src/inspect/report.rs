@@ -31,7 +31,7 @@ use sha2::Digest;
 
 use super::show::{self, Item, TurnView};
 use super::{format_duration, format_time, one_line};
-use crate::record::queries::{self, PermissionRow, SessionRef, ToolCallRow, ToolFilter};
+use crate::record::queries::{self, PermissionRow, SessionRef, ToolCallRow};
 
 /// Payloads longer than this (in bytes) are shown truncated, with an expander for the rest.
 pub const TRUNCATE_AT: usize = 4096;
@@ -137,13 +137,7 @@ fn policy_notes(
 pub fn render(conn: &Connection, session: &SessionRef) -> rusqlite::Result<String> {
     let timeline = show::timeline(conn, session)?;
     let turns = queries::turns(conn, session)?;
-    let calls = queries::tool_calls(
-        conn,
-        &ToolFilter {
-            session: Some(session.clone()),
-            ..ToolFilter::default()
-        },
-    )?;
+    let calls = queries::session_tool_calls(conn, session)?;
     let permissions = queries::permission_requests(conn, session)?;
     let notes = policy_notes(conn, session)?;
     let messages = messages(conn, session.connection_id)?;

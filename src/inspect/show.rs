@@ -10,9 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{format_duration, format_time, one_line};
-use crate::record::queries::{
-    self, PermissionRow, SessionRef, SessionSummary, ToolCallRow, ToolFilter,
-};
+use crate::record::queries::{self, PermissionRow, SessionRef, SessionSummary, ToolCallRow};
 
 #[derive(Debug, Serialize)]
 pub struct Timeline {
@@ -55,16 +53,10 @@ pub enum Item {
 pub fn timeline(conn: &Connection, session: &SessionRef) -> rusqlite::Result<Timeline> {
     let summary = queries::session_summary_of(conn, session)?;
     let turns = queries::turns(conn, session)?;
-    let tool_calls: HashMap<String, ToolCallRow> = queries::tool_calls(
-        conn,
-        &ToolFilter {
-            session: Some(session.clone()),
-            ..ToolFilter::default()
-        },
-    )?
-    .into_iter()
-    .map(|t| (t.tool_call_id.clone(), t))
-    .collect();
+    let tool_calls: HashMap<String, ToolCallRow> = queries::session_tool_calls(conn, session)?
+        .into_iter()
+        .map(|t| (t.tool_call_id.clone(), t))
+        .collect();
     let mut permissions: HashMap<i64, PermissionRow> = queries::permission_requests(conn, session)?
         .into_iter()
         .map(|p| (p.request_seq, p))

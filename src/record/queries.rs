@@ -245,6 +245,53 @@ impl ToolCallRow {
     }
 }
 
+/// Every tool call of one session, in order of first appearance.
+pub fn session_tool_calls(
+    conn: &Connection,
+    session: &SessionRef,
+) -> rusqlite::Result<Vec<ToolCallRow>> {
+    tool_calls(
+        conn,
+        &ToolFilter {
+            session: Some(session.clone()),
+            ..ToolFilter::default()
+        },
+    )
+}
+
+/// A recorded line of a connection, as it was read.
+#[derive(Debug, Clone)]
+pub struct ConnectionLine {
+    pub seq: i64,
+    pub ts: i64,
+    pub direction: String,
+    pub raw: Vec<u8>,
+    pub origin: String,
+    pub forwarded: bool,
+}
+
+/// Every recorded line of a connection (stderr included), in order.
+pub fn connection_lines(
+    conn: &Connection,
+    connection_id: i64,
+) -> rusqlite::Result<Vec<ConnectionLine>> {
+    conn.prepare(
+        "SELECT seq, ts, direction, raw, origin, forwarded FROM messages
+         WHERE connection_id = ?1 ORDER BY seq",
+    )?
+    .query_map(params![connection_id], |r| {
+        Ok(ConnectionLine {
+            seq: r.get(0)?,
+            ts: r.get(1)?,
+            direction: r.get(2)?,
+            raw: r.get(3)?,
+            origin: r.get(4)?,
+            forwarded: r.get(5)?,
+        })
+    })?
+    .collect()
+}
+
 /// Which tool calls `tools` lists.
 #[derive(Debug, Clone, Default)]
 pub struct ToolFilter {

@@ -12,7 +12,6 @@
 use std::fmt::Write as _;
 
 use bytes::Bytes;
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 
 use super::store::{ConnectionEnd, ConnectionStart, MessageRow, Store, StoreError};
@@ -114,25 +113,17 @@ pub fn parse(text: &str) -> Result<Vec<TranscriptRecord>, TranscriptError> {
 
 /// The lines of a connection as transcript records (`t` relative to its first line).
 pub fn export(store: &Store, connection_id: i64) -> Result<Vec<TranscriptRecord>, TranscriptError> {
-    let conn = store.connection();
-    let mut stmt = conn.prepare(
-        "SELECT seq, ts, direction, raw, origin, forwarded FROM messages
-         WHERE connection_id = ?1 ORDER BY seq",
-    )?;
-    let rows = stmt.query_map(params![connection_id], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, Vec<u8>>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, bool>(5)?,
-        ))
-    })?;
     let mut out = Vec::new();
     let mut first_ts = None;
-    for row in rows {
-        let (seq, ts, dir, mut raw, origin, forwarded) = row?;
+    for line in super::queries::connection_lines(store.connection(), connection_id)? {
+        let super::queries::ConnectionLine {
+            seq,
+            ts,
+            direction: dir,
+            mut raw,
+            origin,
+            forwarded,
+        } = line;
         let start = *first_ts.get_or_insert(ts);
         let eol = raw.last() == Some(&b'\n');
         if eol {

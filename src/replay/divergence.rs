@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use crate::record::queries::{self, SessionRef, ToolCallRow, ToolFilter};
+use crate::record::queries::{self, SessionRef, ToolCallRow};
 
 #[derive(Debug, Default)]
 pub struct Report {
@@ -105,13 +105,7 @@ fn call(row: &ToolCallRow) -> Call {
 }
 
 fn turns(conn: &Connection, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
-    let calls = queries::tool_calls(
-        conn,
-        &ToolFilter {
-            session: Some(session.clone()),
-            ..ToolFilter::default()
-        },
-    )?;
+    let calls = queries::session_tool_calls(conn, session)?;
     let permissions = queries::permission_requests(conn, session)?;
     let recorded = queries::turns(conn, session)?;
     let within = |seq: Option<i64>, t: &queries::Turn| {

@@ -4,11 +4,10 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use rusqlite::params;
 use serde_json::value::RawValue;
 
 use crate::protocol::{Direction, Message, parse_line};
-use crate::record::Store;
+use crate::record::{Store, queries};
 
 /// One recorded protocol line.
 #[derive(Debug, Clone)]
@@ -22,33 +21,25 @@ pub struct ScriptLine {
 
 /// The c2a and a2c lines of a connection, in order (stderr left out).
 pub fn load(store: &Store, connection_id: i64) -> rusqlite::Result<Vec<ScriptLine>> {
-    let mut stmt = store.connection().prepare(
-        "SELECT seq, ts, direction, raw FROM messages
-         WHERE connection_id = ?1 AND direction IN ('c2a', 'a2c') ORDER BY seq",
-    )?;
-    let rows = stmt.query_map(params![connection_id], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, Vec<u8>>(3)?,
-        ))
-    })?;
-    rows.map(|row| {
-        let (seq, ts, direction, raw) = row?;
-        Ok(ScriptLine {
-            seq,
-            ts,
-            direction: if direction == "c2a" {
-                Direction::ClientToAgent
-            } else {
-                Direction::AgentToClient
-            },
-            message: parse_line(&raw),
-            raw,
-        })
-    })
-    .collect()
+    Ok(
+        queries::connection_lines(store.connection(), connection_id)?
+            .into_iter()
+            .filter_map(|line| {
+                let direction = match line.direction.as_str() {
+                    "c2a" => Direction::ClientToAgent,
+                    "a2c" => Direction::AgentToClient,
+                    _ => return None,
+                };
+                Some(ScriptLine {
+                    seq: line.seq,
+                    ts: line.ts,
+                    direction,
+                    message: parse_line(&line.raw),
+                    raw: line.raw,
+                })
+            })
+            .collect(),
+    )
 }
 
 /// The line with its top-level `"id"` value replaced by `id` (JSON text), every other byte kept.
