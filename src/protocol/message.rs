@@ -107,6 +107,52 @@ impl Message {
     }
 }
 
+/// Above this size a line's params are parsed only when a method the recorder reads needs them:
+/// building a `Value` of a 64 MiB custom notification would double the memory for nothing.
+const LARGE_LINE: usize = 1024 * 1024;
+
+/// The methods whose params the observer reads.
+const METHODS_WITH_FACTS: &[&str] = &[
+    "initialize",
+    "session/new",
+    "session/load",
+    "session/prompt",
+    "session/update",
+    "session/request_permission",
+    "session/cancel",
+];
+
+/// A large request or notification of a method whose params nobody reads: its kind, id and
+/// method, without the params. `None`: parse it fully.
+fn parse_large(line: &[u8]) -> Option<Message> {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow, default)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    let envelope: Envelope = serde_json::from_slice(line).ok()?;
+    let method = envelope.method?;
+    if METHODS_WITH_FACTS.contains(&method.as_ref()) {
+        return None;
+    }
+    let id = envelope
+        .id
+        .map(|id| id.get().to_owned())
+        .filter(|id| id != "null");
+    Some(Message {
+        kind: if id.is_some() {
+            MessageKind::Request
+        } else {
+            MessageKind::Notification
+        },
+        id,
+        method: Some(method.into_owned()),
+        value: None,
+    })
+}
+
 /// Classifies one line (with or without its line ending).
 pub fn parse_line(line: &[u8]) -> Message {
     let invalid = Message {
@@ -128,6 +174,11 @@ pub fn parse_line(line: &[u8]) -> Message {
         }
         Some(b'{') => {}
         _ => return invalid,
+    }
+    if trimmed.len() > LARGE_LINE
+        && let Some(message) = parse_large(trimmed)
+    {
+        return message;
     }
     let Ok(value @ Value::Object(_)) = serde_json::from_slice::<Value>(trimmed) else {
         return invalid;
@@ -188,6 +239,23 @@ mod tests {
             assert_eq!(parse_line(line).kind, MessageKind::Invalid, "{line:?}");
         }
         assert_eq!(parse_line(b"[{\"id\":1}]\r\n").kind, MessageKind::Batch);
+    }
+
+    #[test]
+    fn a_large_custom_notification_is_classified_without_its_params() {
+        let mut line = br#"{"jsonrpc":"2.0","method":"_x/big","params":{"blob":""#.to_vec();
+        line.resize(line.len() + LARGE_LINE, b'a');
+        line.extend_from_slice(br#""}}"#);
+        let m = parse_line(&line);
+        assert_eq!(
+            (m.kind, m.method.as_deref(), m.value.is_none()),
+            (MessageKind::Notification, Some("_x/big"), true)
+        );
+        // A method the recorder reads is parsed whole, however large.
+        let big_update = String::from_utf8(line)
+            .unwrap()
+            .replace("_x/big", "session/update");
+        assert!(parse_line(big_update.as_bytes()).value.is_some());
     }
 
     #[test]

@@ -30,8 +30,18 @@ use bytes::Bytes;
 /// queue is enough to keep the writer busy while the reader reads.
 pub const SINK_QUEUE_PIECES: usize = 64;
 
+/// Bytes waiting in the forwarded lane at most (a few long lines), so memory stays bounded
+/// when the peer reads slower than the other side writes.
+const SINK_QUEUE_BYTES: usize = 4 * 1024 * 1024;
+
+/// The largest piece a pump writes itself. Larger ones (long lines) go to the writer thread, so
+/// that reading the next one overlaps with writing this one.
+const DIRECT_WRITE_MAX: usize = 64 * 1024;
+
 struct Lanes {
     forwarded: VecDeque<(Bytes, bool)>,
+    /// Bytes in `forwarded`.
+    forwarded_bytes: usize,
     priority: VecDeque<Bytes>,
     forwarded_closed: bool,
     /// Inside a forwarded line: the last piece written did not end one.
@@ -97,7 +107,8 @@ impl SinkSender {
     /// the writer thread (waiting while the lane is full).
     pub fn send(&self, piece: Bytes, ends_line: bool) {
         let mut lanes = self.shared.lock();
-        if !lanes.writing
+        if piece.len() <= DIRECT_WRITE_MAX
+            && !lanes.writing
             && lanes.forwarded.is_empty()
             && (lanes.priority.is_empty() || lanes.mid_line)
         {
@@ -107,13 +118,17 @@ impl SinkSender {
             self.shared.release(Some(!ends_line));
             return;
         }
-        while lanes.forwarded.len() >= SINK_QUEUE_PIECES {
+        while lanes.forwarded.len() >= SINK_QUEUE_PIECES
+            || (!lanes.forwarded.is_empty()
+                && lanes.forwarded_bytes + piece.len() > SINK_QUEUE_BYTES)
+        {
             lanes = self
                 .shared
                 .room
                 .wait(lanes)
                 .unwrap_or_else(|e| e.into_inner());
         }
+        lanes.forwarded_bytes += piece.len();
         lanes.forwarded.push_back((piece, ends_line));
         drop(lanes);
         self.shared.work.notify_one();
@@ -162,6 +177,7 @@ pub fn spawn_writer(name: &str, out: impl Write + Send + 'static) -> (SinkSender
     let shared = Arc::new(Shared {
         lanes: Mutex::new(Lanes {
             forwarded: VecDeque::new(),
+            forwarded_bytes: 0,
             priority: VecDeque::new(),
             forwarded_closed: false,
             mid_line: false,
@@ -186,6 +202,7 @@ pub fn spawn_writer(name: &str, out: impl Write + Send + 'static) -> (SinkSender
                             break Some((line, None));
                         }
                         if let Some((piece, ends_line)) = lanes.forwarded.pop_front() {
+                            lanes.forwarded_bytes -= piece.len();
                             break Some((piece, Some(!ends_line)));
                         }
                         if lanes.forwarded_closed {

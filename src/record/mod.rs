@@ -36,6 +36,9 @@ pub use store::{ConnectionEnd, ConnectionStart, Store, StoreError};
 /// that other acptap processes share.
 pub const MAX_BATCH: usize = 1000;
 
+/// Line bytes written in one transaction at most: what the recorder holds beyond its queue.
+const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
+
 /// A batch that keeps failing because the database is locked is retried this often.
 const RETRY_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -281,6 +284,16 @@ fn run(
             )),
         }
     }
+    // Checkpoints (copying the WAL into the database, a third of SQLite's work) run on a thread
+    // and connection of their own, so the recorder only appends.
+    let checkpointer = match (&destination, &sink.store) {
+        (Destination::Database(path), Some((store, _)))
+            if store.disable_auto_checkpoint().is_ok() =>
+        {
+            Some(Checkpointer::start(path.clone()))
+        }
+        _ => None,
+    };
     let recording = sink.store.is_some();
     let mut observer = Observer::new();
     let mut batch = Vec::with_capacity(MAX_BATCH);
@@ -288,7 +301,7 @@ fn run(
     let mut retrying = false;
     loop {
         let timeout = retrying.then_some(RETRY_INTERVAL);
-        if !queue.pop_batch(MAX_BATCH, &mut batch, timeout) {
+        if !queue.pop_batch(MAX_BATCH, MAX_BATCH_BYTES, &mut batch, timeout) {
             break;
         }
         for item in batch.drain(..) {
@@ -320,6 +333,9 @@ fn run(
         }
         std::thread::sleep(RETRY_INTERVAL);
     }
+    if let Some(checkpointer) = checkpointer {
+        checkpointer.stop();
+    }
     if let (Some((store, id)), Some(mut end)) = (sink.store.as_mut(), end) {
         end.lost_messages = sink.report.lost;
         if let Err(e) = store.end_connection(*id, &end) {
@@ -327,6 +343,47 @@ fn run(
         }
     }
     sink.report
+}
+
+/// How often the checkpointer copies the write-ahead log into the database.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// A thread with its own connection that checkpoints the database while the recorder writes.
+struct Checkpointer {
+    stop: Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    thread: JoinHandle<()>,
+}
+
+impl Checkpointer {
+    fn start(path: PathBuf) -> Checkpointer {
+        let stop = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("acptap-checkpoint".into())
+            .spawn(move || {
+                let Ok(store) = Store::open(&path) else {
+                    return;
+                };
+                let (lock, wake) = &*flag;
+                let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while !*stopped {
+                    stopped = wake
+                        .wait_timeout(stopped, CHECKPOINT_INTERVAL)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                    // A checkpoint that cannot run now (a reader, another process) runs next time.
+                    let _ = store.checkpoint();
+                }
+            })
+            .expect("spawn the checkpointer thread");
+        Checkpointer { stop, thread }
+    }
+
+    fn stop(self) {
+        *self.stop.0.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.stop.1.notify_all();
+        let _ = self.thread.join();
+    }
 }
 
 /// Parses one line and runs it through the observer.

@@ -96,9 +96,16 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
         self.not_empty.notify_all();
     }
 
-    /// Waits for at least one item, then takes up to `max` items. Returns `false` once the queue
-    /// is closed and drained. With a `timeout`, it may also return `true` with nothing taken.
-    pub fn pop_batch(&self, max: usize, into: &mut Vec<T>, timeout: Option<Duration>) -> bool {
+    /// Waits for at least one item, then takes up to `max` items, stopping once `max_bytes` are
+    /// taken. Returns `false` once the queue is closed and drained. With a `timeout`, it may also
+    /// return `true` with nothing taken.
+    pub fn pop_batch(
+        &self,
+        max: usize,
+        max_bytes: usize,
+        into: &mut Vec<T>,
+        timeout: Option<Duration>,
+    ) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while state.items.is_empty() && !state.closed {
@@ -122,9 +129,11 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
         if state.items.is_empty() {
             return false;
         }
-        let n = state.items.len().min(max);
         let mut taken = 0;
-        for item in state.items.drain(..n) {
+        while into.len() < max
+            && taken < max_bytes
+            && let Some(item) = state.items.pop_front()
+        {
             taken += item.size();
             into.push(item);
         }
@@ -162,7 +171,7 @@ mod tests {
         let mut got = Vec::new();
         loop {
             let mut batch = Vec::new();
-            if !queue.pop_batch(64, &mut batch, None) {
+            if !queue.pop_batch(64, usize::MAX, &mut batch, None) {
                 break;
             }
             got.extend(batch);

@@ -154,3 +154,17 @@ fn a_line_over_64_mib_is_forwarded_whole_and_recorded_truncated() {
         1
     );
 }
+
+#[test]
+fn a_multi_megabyte_line_is_recorded_exactly() {
+    // Lines over 1 MiB are written into the database in pieces: the bytes must still be exact.
+    let mut line: Vec<u8> = (0..3 * 1024 * 1024 + 17)
+        .map(|i| b'a' + (i % 23) as u8)
+        .collect();
+    line.push(b'\n');
+    let sandbox = Sandbox::new();
+    let ends = through_proxy(&sandbox, &line, &line, 65_536);
+    assert!(ends.to_agent == line && ends.to_client == line);
+    assert!(sandbox.recorded_stream(1, "c2a") == line);
+    assert!(sandbox.recorded_stream(1, "a2c") == line);
+}
