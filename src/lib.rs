@@ -10,10 +10,15 @@
 //!      record (recorder thread) ─► protocol::parse_line ─► protocol::Observer ─► record::store ─► SQLite
 //! ```
 //!
-//! - [`proxy`]: framing, forwarding, the agent's lifecycle. The only module on the data path.
+//! - [`proxy`]: framing, forwarding, the agent's lifecycle, the policy tap. The only module on the
+//!   data path.
 //! - [`protocol`]: sans-IO understanding of ACP: message kinds, tool-call state, correlation.
-//! - [`record`]: the recorder thread, the schema's writes, and the read-side queries.
-//! - [`cli`]: the commands; [`inspect`] renders recordings; [`demo`] is the built-in demo.
+//! - [`policy`]: sans-IO decisions on permission requests: rules, paths, shell commands.
+//! - [`record`]: the recorder thread, redaction, the schema's writes, the read-side queries,
+//!   transcripts and traces.
+//! - [`replay`]: a recording played as the agent or as the client, and the divergence report.
+//! - [`inspect`]: recordings rendered (show, report, stats, tail); [`bench`] measures the proxy.
+//! - [`cli`]: the commands and the config file; [`demo`] is the built-in demo.
 
 pub mod bench;
 pub mod cli;
