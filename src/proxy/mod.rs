@@ -206,22 +206,14 @@ pub fn run(mut options: RunOptions) -> anyhow::Result<i32> {
         }
         Err(_) => (1, None),
     };
-    let report = recorder.finish(ConnectionEnd {
+    // What could not be recorded was said once, when it happened, and is counted in the
+    // connection's row (`lost_messages`, `complete = 0`) when there is one.
+    recorder.finish(ConnectionEnd {
         ended_at: now_us(),
         exit_code: Some(exit_code),
         exit_signal,
         lost_messages: 0,
     });
-    if report.lost > 0 {
-        eprintln!(
-            "acptap: {} line(s) could not be recorded{}",
-            report.lost,
-            report
-                .connection_id
-                .map(|id| format!(" (connection {id} is marked incomplete)"))
-                .unwrap_or_default()
-        );
-    }
     status.context("cannot wait for the agent")?;
     Ok(exit_code)
 }

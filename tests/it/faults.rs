@@ -36,7 +36,11 @@ fn unwritable_database_path_still_forwards_and_says_so_once() {
         "{stderr}"
     );
     assert!(stderr.contains("a-file/acptap.db"), "{stderr}");
-    assert!(stderr.contains("could not be recorded"), "{stderr}");
+    assert_eq!(
+        stderr.lines().filter(|l| l.starts_with("acptap:")).count(),
+        1,
+        "one line: {stderr}"
+    );
 }
 
 #[test]
@@ -237,4 +241,74 @@ fn read_only_database_keeps_what_was_recorded_and_the_session_works() {
         "what was recorded is intact"
     );
     assert_eq!(sb.count("SELECT count(*) FROM connections"), 1);
+}
+
+#[test]
+fn a_failed_write_loses_only_its_batch_says_so_once_and_marks_the_connection_incomplete() {
+    let sb = Sandbox::new();
+    let (emit, capture) = (sb.path("emit"), sb.path("capture"));
+    std::fs::write(&emit, b"").unwrap();
+    let peer = example_bin("peer");
+    let mut child = sb.proxy(
+        &[],
+        &[
+            peer.as_os_str(),
+            OsStr::new("sink"),
+            emit.as_os_str(),
+            capture.as_os_str(),
+        ],
+    );
+    let mut stdin = child.stdin.take().unwrap();
+    let line =
+        |method: &str| format!("{{\"jsonrpc\":\"2.0\",\"method\":\"{method}\",\"params\":{{}}}}\n");
+    let recorded = |method: &str| {
+        sb.conn()
+            .query_row(
+                "SELECT count(*) FROM messages WHERE method = ?1",
+                [method],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap_or(0)
+    };
+    stdin.write_all(line("_test/before").as_bytes()).unwrap();
+    assert!(eventually(Duration::from_secs(10), || sb.db().exists()
+        && recorded("_test/before") == 1));
+    // The database starts refusing one kind of line, as a full disk would refuse them all.
+    sb.conn()
+        .execute_batch(
+            "CREATE TRIGGER refuse BEFORE INSERT ON messages WHEN NEW.method = '_test/refused'
+             BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END;",
+        )
+        .unwrap();
+    stdin.write_all(line("_test/refused").as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    stdin.write_all(line("_test/after").as_bytes()).unwrap();
+    drop(stdin);
+    let output = finish(child, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("acptap:").count(), 1, "{stderr}");
+    assert!(stderr.contains("simulated write failure"), "{stderr}");
+    let sent = line("_test/before") + &line("_test/refused") + &line("_test/after");
+    assert_eq!(
+        std::fs::read(&capture).unwrap(),
+        sent.as_bytes(),
+        "forwarding went on"
+    );
+    assert_eq!(
+        (
+            recorded("_test/before"),
+            recorded("_test/refused"),
+            recorded("_test/after")
+        ),
+        (1, 0, 1)
+    );
+    let (complete, lost): (bool, i64) = sb
+        .conn()
+        .query_row("SELECT complete, lost_messages FROM connections", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert!(!complete);
+    assert_eq!(lost, 1);
 }
