@@ -280,12 +280,28 @@ fn a_failed_write_loses_only_its_batch_says_so_once_and_marks_the_connection_inc
              BEGIN SELECT RAISE(ABORT, 'simulated write failure'); END;",
         )
         .unwrap();
+    // Read stderr as it comes, to know when the refused line's batch has failed.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let agent_stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for l in BufReader::new(agent_stderr).lines() {
+            let l = l.unwrap();
+            let _ = tx.send(l.clone());
+            all.push_str(&l);
+            all.push('\n');
+        }
+        all
+    });
     stdin.write_all(line("_test/refused").as_bytes()).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let warned = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("a warning on stderr");
+    assert!(warned.starts_with("acptap:"), "{warned}");
     stdin.write_all(line("_test/after").as_bytes()).unwrap();
     drop(stdin);
     let output = finish(child, Duration::from_secs(30));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = reader.join().unwrap();
     assert!(output.status.success(), "{stderr}");
     assert_eq!(stderr.matches("acptap:").count(), 1, "{stderr}");
     assert!(stderr.contains("simulated write failure"), "{stderr}");
