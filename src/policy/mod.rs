@@ -187,8 +187,8 @@ impl Policy {
         };
         let cwd = context.cwd.map(canonical);
         let view = self.view(&merged, cwd.as_deref(), context.agent);
-        let (decision, rule, reason) = self.evaluate(&view, cwd.as_deref());
-        finish(decision, rule, reason, params.get("options"))
+        let outcome = self.evaluate(&view, cwd.as_deref());
+        finish(outcome, params.get("options"))
     }
 
     fn view(&self, call: &ToolCall, cwd: Option<&Path>, agent: Option<&str>) -> View {
@@ -228,9 +228,15 @@ impl Policy {
         }
     }
 
-    fn evaluate(&self, view: &View, cwd: Option<&Path>) -> (Decision, Option<String>, String) {
+    fn evaluate(&self, view: &View, cwd: Option<&Path>) -> Outcome {
+        let outcome = |decision, rule: Option<String>, reason| Outcome {
+            decision,
+            rule,
+            reason,
+            allow_always: false,
+        };
         if let Some(reason) = self.rm_guard(view, cwd) {
-            return (Decision::Deny, Some("guard:rm-rf".into()), reason);
+            return outcome(Decision::Deny, Some("guard:rm-rf".into()), reason);
         }
         let first = |decision: Decision| {
             self.set
@@ -240,27 +246,25 @@ impl Policy {
                 .find(|(i, r)| r.decision == decision && self.matches(*i, r, view, cwd))
                 .map(|(_, r)| r)
         };
-        let by_rule = |rule: &Rule| {
-            let reason = rule
+        let by_rule = |rule: &Rule| Outcome {
+            decision: rule.decision,
+            rule: Some(rule.id.clone()),
+            reason: rule
                 .reason
                 .clone()
-                .unwrap_or_else(|| format!("rule `{}` ({})", rule.id, rule.origin));
-            (rule.decision, Some(rule.id.clone()), reason)
+                .unwrap_or_else(|| format!("rule `{}` ({})", rule.id, rule.origin)),
+            allow_always: rule.allow_always,
         };
         if let Some(rule) = first(Decision::Deny) {
             return by_rule(rule);
         }
         if let Some((guard, reason)) = self.ask_guard(view) {
-            return (Decision::Ask, Some(guard.into()), reason);
+            return outcome(Decision::Ask, Some(guard.into()), reason);
         }
         if let Some(rule) = first(Decision::Ask).or_else(|| first(Decision::Allow)) {
-            let (decision, rule_id, reason) = by_rule(rule);
-            if decision == Decision::Allow && rule.allow_always {
-                return (decision, rule_id, format!("{reason} [allow_always]"));
-            }
-            return (decision, rule_id, reason);
+            return by_rule(rule);
         }
-        (
+        outcome(
             self.set.default,
             None,
             format!("no rule matches: the default is {}", self.set.default),
@@ -602,20 +606,29 @@ fn starts_with(words: &[String], prefix: &[Vec<String>]) -> bool {
             .all(|(alternatives, word)| alternatives.contains(word))
 }
 
-/// Turns a rule's decision into what acptap does, by the options the request offers.
-fn finish(
+/// What the rules (or guards, or the default) said, before the options are looked at.
+struct Outcome {
     decision: Decision,
     rule: Option<String>,
     reason: String,
-    options: Option<&Value>,
-) -> Verdict {
+    /// The allow rule opted in to `allow_always`.
+    allow_always: bool,
+}
+
+/// Turns a rule's decision into what acptap does, by the options the request offers.
+fn finish(outcome: Outcome, options: Option<&Value>) -> Verdict {
+    let Outcome {
+        decision,
+        rule,
+        reason,
+        allow_always,
+    } = outcome;
     let wanted: &[&str] = match decision {
-        Decision::Allow if reason.ends_with("[allow_always]") => &["allow_always", "allow_once"],
+        Decision::Allow if allow_always => &["allow_always", "allow_once"],
         Decision::Allow => &["allow_once"],
         Decision::Deny => &["reject_once"],
         Decision::Ask => &[],
     };
-    let reason = reason.trim_end_matches(" [allow_always]").to_owned();
     if decision == Decision::Ask {
         return Verdict {
             decision,
