@@ -16,14 +16,26 @@
 //! client had the last byte the last line was committed. Every run checks that the bytes at both
 //! ends are the bytes sent (SHA-256), so a fast wrong proxy cannot win. It also times a bare
 //! batched insert of the same rows into a fresh database: the floor for recording.
+//!
+//! With `--conductor PATH`, every workload also runs through the official ACP conductor
+//! (`agent-client-protocol-conductor agent 'acptap bench-peer ...'`), without and with `--trace`,
+//! as a reference point. The conductor spawns its agent on the first `initialize` and
+//! re-serialises every message (and renumbers requests), so for its ways only: the client sends
+//! `initialize` first and times from the answer, the peer reports to a file (the conductor keeps
+//! the agent's stderr), the messages are checked as equal JSON values instead of equal bytes, and
+//! the workloads are smaller. A workload it cannot run is reported as skipped, with the reason.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde::Serialize;
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// The line of `size` bytes (newline included) that the agent sends as message `i`.
@@ -43,10 +55,94 @@ fn hex(digest: impl AsRef<[u8]>) -> String {
     digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The agent side: `acptap bench-peer MODE ...`.
+/// The lines the agent sends in turn `i` of the tools workload: the tool call, two updates and
+/// the permission request (after which it waits for the answer), then the final update.
+fn tools_turn(i: usize) -> ([String; 4], String) {
+    let update = |body: String| {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"sessionId\":\"bench\",\"update\":{body}}}}}\n"
+        )
+    };
+    (
+        [
+            update(format!(
+                r#"{{"sessionUpdate":"tool_call","toolCallId":"t{i}","title":"Read src/lib.rs","kind":"read","status":"pending","locations":[{{"path":"/bench/project/src/lib.rs"}}]}}"#
+            )),
+            update(format!(
+                r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t{i}","status":"in_progress"}}"#
+            )),
+            update(format!(
+                r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t{i}","content":[{{"type":"content","content":{{"type":"text","text":"{}"}}}}]}}"#,
+                "x".repeat(512)
+            )),
+            format!(
+                "{}\n",
+                format_args!(
+                    r#"{{"jsonrpc":"2.0","id":{i},"method":"session/request_permission","params":{{"sessionId":"bench","toolCall":{{"toolCallId":"t{i}"}},"options":[{{"optionId":"allow","name":"Allow","kind":"allow_once"}},{{"optionId":"reject","name":"Reject","kind":"reject_once"}}]}}}}"#
+                )
+            ),
+        ],
+        update(format!(
+            r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t{i}","status":"completed"}}"#
+        )),
+    )
+}
+
+/// The value of `"id":` in a request line, as its bytes (a number, or a string with its quotes).
+fn raw_id(line: &[u8]) -> anyhow::Result<&[u8]> {
+    let start = memchr::memmem::find(line, b"\"id\":").context("no id")? + 5;
+    let end = start
+        + line[start..]
+            .iter()
+            .position(|b| *b == b',' || *b == b'}')
+            .context("no id end")?;
+    Ok(&line[start..end])
+}
+
+/// The agent side: `acptap bench-peer [--via-conductor REPORT] MODE ...`.
+///
+/// `--via-conductor REPORT`: the peer runs behind the ACP conductor, which starts it on the first
+/// `initialize`, keeps its stderr, and kills it when the client closes its end. So the peer
+/// answers that `initialize`, waits for the client's `_bench/start` (the conductor may deliver
+/// later messages before its answer), writes what it reports to the file REPORT once done (the
+/// client waits for it), and sends and checks the big line in its valid JSON-RPC form, as a JSON
+/// value, reading it to its newline rather than to the end of input.
 pub fn peer(args: &[String]) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let mut input = BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+    let (args, report_file) = match args {
+        [flag, path, rest @ ..] if flag == "--via-conductor" => (rest, Some(PathBuf::from(path))),
+        _ => (args, None),
+    };
+    let via_conductor = report_file.is_some();
+    let mut reported = String::new();
+    let mut report = |line: String| {
+        eprintln!("{line}");
+        reported.push_str(&line);
+        reported.push('\n');
+    };
+    if via_conductor {
+        let mut request = Vec::new();
+        input.read_until(b'\n', &mut request)?;
+        let request: Value =
+            serde_json::from_slice(&request).context("bench-peer: no initialize request")?;
+        let answer = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": request.get("id").context("bench-peer: initialize without an id")?,
+            "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []},
+        });
+        serde_json::to_writer(&mut out, &answer)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+        let mut start = Vec::new();
+        input.read_until(b'\n', &mut start)?;
+        if memchr::memmem::find(&start, b"_bench/start").is_none() {
+            bail!(
+                "bench-peer: expected _bench/start, got {}",
+                String::from_utf8_lossy(&start)
+            );
+        }
+    }
     let number = |i: usize| -> anyhow::Result<usize> {
         args.get(i)
             .context("bench-peer: missing a number")?
@@ -66,14 +162,8 @@ pub fn peer(args: &[String]) -> anyhow::Result<()> {
             let mut line = Vec::new();
             while input.read_until(b'\n', &mut line)? > 0 {
                 // The request is `{"jsonrpc":"2.0","id":N,...`: answer with the same id.
-                let id_start = memchr::memmem::find(&line, b"\"id\":").context("no id")? + 5;
-                let id_end = id_start
-                    + line[id_start..]
-                        .iter()
-                        .position(|b| *b == b',')
-                        .context("no id end")?;
                 out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
-                out.write_all(&line[id_start..id_end])?;
+                out.write_all(raw_id(&line)?)?;
                 out.write_all(b",\"result\":{}}\n")?;
                 out.flush()?;
                 line.clear();
@@ -84,16 +174,10 @@ pub fn peer(args: &[String]) -> anyhow::Result<()> {
             let mut answer = Vec::new();
             let mut waits = Vec::with_capacity(n);
             for i in 0..n {
-                let update = |body: String| {
-                    format!(
-                        "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"sessionId\":\"bench\",\"update\":{body}}}}}\n"
-                    )
-                };
-                out.write_all(update(format!(r#"{{"sessionUpdate":"tool_call","toolCallId":"t{i}","title":"Read src/lib.rs","kind":"read","status":"pending","locations":[{{"path":"/bench/project/src/lib.rs"}}]}}"#)).as_bytes())?;
-                out.write_all(update(format!(r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t{i}","status":"in_progress"}}"#)).as_bytes())?;
-                out.write_all(update(format!(r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t{i}","content":[{{"type":"content","content":{{"type":"text","text":"{}"}}}}]}}"#, "x".repeat(512))).as_bytes())?;
-                out.write_all(format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"session/request_permission","params":{{"sessionId":"bench","toolCall":{{"toolCallId":"t{i}"}},"options":[{{"optionId":"allow","name":"Allow","kind":"allow_once"}},{{"optionId":"reject","name":"Reject","kind":"reject_once"}}]}}}}"#).as_bytes())?;
-                out.write_all(b"\n")?;
+                let (before, last) = tools_turn(i);
+                for line in &before {
+                    out.write_all(line.as_bytes())?;
+                }
                 out.flush()?;
                 let asked = Instant::now();
                 answer.clear();
@@ -101,35 +185,81 @@ pub fn peer(args: &[String]) -> anyhow::Result<()> {
                     bail!("bench-peer: no answer to permission request {i}");
                 }
                 waits.push(asked.elapsed().as_nanos() as u64);
-                out.write_all(update(format!(r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t{i}","status":"completed"}}"#)).as_bytes())?;
+                out.write_all(last.as_bytes())?;
             }
             out.flush()?;
             waits.sort_unstable();
-            eprintln!(
+            report(format!(
                 "bench-peer: permission-wait-p50-ns {}",
                 waits.get(waits.len() / 2).copied().unwrap_or(0)
-            );
+            ));
         }
         Some("big") => {
             let size = number(1)?;
-            out.write_all(&big_line(size, b'a'))?;
-            out.flush()?;
-            let mut hasher = Sha256::new();
-            let mut buf = vec![0; 1 << 16];
-            let mut total = 0;
-            loop {
-                let n = input.read(&mut buf)?;
-                if n == 0 {
-                    break;
+            if via_conductor {
+                // Re-serialised on the way: read the one line, compare it as a JSON value.
+                out.write_all(&big_line_object(size, b'a'))?;
+                out.flush()?;
+                let mut line = Vec::with_capacity(size);
+                input.read_until(b'\n', &mut line)?;
+                report(format!(
+                    "bench-peer: received-json-equal {}",
+                    json_lines_equal(&line, std::iter::once(big_line_object(size, b'b')))
+                ));
+            } else {
+                out.write_all(&big_line(size, b'a'))?;
+                out.flush()?;
+                let mut hasher = Sha256::new();
+                let mut buf = vec![0; 1 << 16];
+                let mut total = 0;
+                loop {
+                    let n = input.read(&mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    hasher.update(&buf[..n]);
+                    total += n;
                 }
-                hasher.update(&buf[..n]);
-                total += n;
+                report(format!(
+                    "bench-peer: received {total} {}",
+                    hex(hasher.finalize())
+                ));
             }
-            eprintln!("bench-peer: received {total} {}", hex(hasher.finalize()));
         }
-        _ => bail!("bench-peer: usage: stream N SIZE | echo | tools N | big SIZE"),
+        _ => bail!(
+            "bench-peer: usage: [--via-conductor REPORT] stream N SIZE | echo | tools N | big SIZE"
+        ),
+    }
+    if let Some(path) = &report_file {
+        // Whole or not at all: the client waits for the file to appear.
+        let partial = path.with_extension("partial");
+        std::fs::write(&partial, &reported)?;
+        std::fs::rename(&partial, path)?;
     }
     Ok(())
+}
+
+/// Whether `received` holds exactly the `expected` lines, each an equal JSON value.
+fn json_lines_equal(received: &[u8], expected: impl IntoIterator<Item = Vec<u8>>) -> bool {
+    let received = received.strip_suffix(b"\n").unwrap_or(received);
+    let mut lines = received.split(|b| *b == b'\n');
+    for want in expected {
+        match lines.next() {
+            Some(line) if json_equal(line, &want) => {}
+            _ => return false,
+        }
+    }
+    lines.next().is_none()
+}
+
+fn json_equal(a: &[u8], b: &[u8]) -> bool {
+    match (
+        serde_json::from_slice::<Value>(a),
+        serde_json::from_slice::<Value>(b),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 fn big_line(size: usize, fill: u8) -> Vec<u8> {
@@ -139,12 +269,41 @@ fn big_line(size: usize, fill: u8) -> Vec<u8> {
     line
 }
 
+/// The big line for the conductor: as large, but valid JSON-RPC (its params a structure, not a
+/// string, which the conductor answers with -32600 Invalid request).
+fn big_line_object(size: usize, fill: u8) -> Vec<u8> {
+    let mut line = br#"{"jsonrpc":"2.0","method":"_bench/big","params":{"data":""#.to_vec();
+    line.resize(size - 4, fill);
+    line.extend_from_slice(b"\"}}\n");
+    line
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Way {
     Pipe,
     ProxyNoRecord,
     ProxyRecording,
+    /// `agent-client-protocol-conductor agent 'acptap bench-peer ...'` (with `--conductor`).
+    Conductor,
+    /// The same with `--trace FILE`.
+    ConductorTrace,
+}
+
+impl Way {
+    fn through_conductor(self) -> bool {
+        matches!(self, Way::Conductor | Way::ConductorTrace)
+    }
+}
+
+/// How a run checked that the messages arrived as sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Check {
+    /// Byte for byte (SHA-256 of the stream, or every line): acptap's ways and the pipe.
+    Bytes,
+    /// As equal JSON values, line by line: the conductor's ways, since it re-serialises.
+    JsonValues,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -162,13 +321,126 @@ pub struct Measurement {
     pub proxy_cpu_s: Option<f64>,
     pub proxy_peak_rss_mib: Option<f64>,
     pub recorder_lag_ms: Option<f64>,
+    /// The check passed (see `check` for which check).
     pub bytes_match: bool,
+    pub check: Check,
+    /// Why this way did not run this workload (conductor ways only); the figures are then zero.
+    pub skipped: Option<String>,
 }
+
+impl Measurement {
+    fn skipped(workload: &str, way: Way, reason: String) -> Measurement {
+        Measurement {
+            workload: workload.to_owned(),
+            way,
+            messages: 0,
+            seconds: 0.0,
+            messages_per_s: 0.0,
+            mb_per_s: 0.0,
+            ratio_to_pipe: None,
+            p50_us: None,
+            p99_us: None,
+            max_us: None,
+            proxy_cpu_s: None,
+            proxy_peak_rss_mib: None,
+            recorder_lag_ms: None,
+            bytes_match: false,
+            check: Check::JsonValues,
+            skipped: Some(reason),
+        }
+    }
+}
+
+fn check_for(way: Way) -> Check {
+    if way.through_conductor() {
+        Check::JsonValues
+    } else {
+        Check::Bytes
+    }
+}
+
+/// Kills a conductor that is still running after a time limit, so that a message it drops
+/// cannot hang the benchmark.
+struct Watchdog {
+    pid: u32,
+    state: Arc<Mutex<Guard>>,
+    wake: mpsc::Sender<()>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Guard {
+    /// The process is ours and not yet reaped: killing its pid is safe.
+    Armed,
+    /// About to be reaped: hands off.
+    Disarmed,
+    /// Killed at the time limit.
+    Fired,
+}
+
+fn kill(pid: u32) {
+    // SAFETY: kill(2) takes no pointers; `pid` is a child of ours that has not been reaped
+    // (the callers check `Guard::Armed`), so it cannot name another process.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+    }
+}
+
+impl Watchdog {
+    fn arm(pid: u32, limit: Duration) -> Watchdog {
+        let state = Arc::new(Mutex::new(Guard::Armed));
+        let (wake, woken) = mpsc::channel::<()>();
+        let watched = Arc::clone(&state);
+        std::thread::spawn(move || {
+            if woken.recv_timeout(limit) == Err(mpsc::RecvTimeoutError::Timeout) {
+                let mut state = watched.lock().unwrap_or_else(|e| e.into_inner());
+                if *state == Guard::Armed {
+                    kill(pid);
+                    *state = Guard::Fired;
+                }
+            }
+        });
+        Watchdog { pid, state, wake }
+    }
+
+    fn disarm(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if *state == Guard::Armed {
+            *state = Guard::Disarmed;
+        }
+        let _ = self.wake.send(());
+    }
+
+    fn fired(&self) -> bool {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) == Guard::Fired
+    }
+}
+
+impl Drop for Watchdog {
+    /// A run that failed before reaping its conductor: kill and reap it.
+    fn drop(&mut self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if *state == Guard::Armed {
+            kill(self.pid);
+            // SAFETY: a null status pointer is allowed; the pid is our unreaped child.
+            unsafe {
+                libc::waitpid(self.pid as libc::pid_t, std::ptr::null_mut(), 0);
+            }
+            *state = Guard::Disarmed;
+        }
+        let _ = self.wake.send(());
+    }
+}
+
+/// How long one conductor run may take before it is killed and reported as skipped.
+const CONDUCTOR_TIME_LIMIT: Duration = Duration::from_secs(60);
 
 struct Setup {
     exe: PathBuf,
     dir: PathBuf,
     policy: PathBuf,
+    conductor: Option<PathBuf>,
+    /// The conductors of the current run, by pid, until they are reaped.
+    watchdogs: RefCell<HashMap<u32, Watchdog>>,
 }
 
 /// CPU seconds and peak RSS (MiB) of a live process, from /proc.
@@ -193,6 +465,16 @@ fn proc_usage(pid: u32) -> (Option<f64>, Option<f64>) {
     (cpu, rss)
 }
 
+/// `s` quoted for the POSIX-shell word splitting the conductor applies to a component command.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The file the peer reports to behind the conductor (which keeps the agent's stderr).
+fn peer_report_path(db: &Path) -> PathBuf {
+    db.with_extension("peer-report")
+}
+
 impl Setup {
     fn spawn(
         &self,
@@ -201,6 +483,9 @@ impl Setup {
         db: &Path,
         policy: bool,
     ) -> anyhow::Result<Child> {
+        if way.through_conductor() {
+            return self.spawn_conductor(way, peer_args, db);
+        }
         let mut command = match way {
             Way::Pipe => Command::new(&self.exe),
             _ => {
@@ -227,6 +512,105 @@ impl Setup {
             .stderr(Stdio::piped())
             .spawn()
             .context("cannot start the bench peer")
+    }
+
+    /// `CONDUCTOR [--trace FILE] agent 'acptap bench-peer --via-conductor REPORT ...'`, then the
+    /// `initialize` exchange that makes it start the agent. Returns once the answer is read.
+    fn spawn_conductor(&self, way: Way, peer_args: &[&str], db: &Path) -> anyhow::Result<Child> {
+        let conductor = self.conductor.as_ref().context("no --conductor given")?;
+        let report = peer_report_path(db);
+        let mut agent = vec![
+            shell_quote(&self.exe.to_string_lossy()),
+            "bench-peer".into(),
+            "--via-conductor".into(),
+            shell_quote(&report.to_string_lossy()),
+        ];
+        agent.extend(peer_args.iter().map(|a| shell_quote(a)));
+        let mut command = Command::new(conductor);
+        if way == Way::ConductorTrace {
+            command.arg("--trace").arg(db.with_extension("trace.jsons"));
+        }
+        let mut child = command
+            .arg("agent")
+            .arg(agent.join(" "))
+            .env("XDG_CONFIG_HOME", &self.dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start {}", conductor.display()))?;
+        self.watchdogs
+            .borrow_mut()
+            .insert(child.id(), Watchdog::arm(child.id(), CONDUCTOR_TIME_LIMIT));
+        let to_agent = child.stdin.as_mut().expect("piped");
+        to_agent.write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1,\"clientCapabilities\":{}}}\n",
+        )?;
+        to_agent.flush()?;
+        // One byte at a time: what follows the answer belongs to the workload.
+        let from_agent = child.stdout.as_mut().expect("piped");
+        let mut answer = Vec::new();
+        let mut byte = [0u8];
+        while answer.last() != Some(&b'\n') {
+            if from_agent.read(&mut byte)? == 0 {
+                let mut stderr = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = e.read_to_string(&mut stderr);
+                }
+                bail!("the conductor closed its output before answering initialize: {stderr}");
+            }
+            answer.push(byte[0]);
+        }
+        let answer: Value =
+            serde_json::from_slice(&answer).context("the answer to initialize is not JSON")?;
+        if answer.get("id") != Some(&Value::from(0)) || answer.get("result").is_none() {
+            bail!("initialize failed through the conductor: {answer}");
+        }
+        let to_agent = child.stdin.as_mut().expect("piped");
+        to_agent.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"_bench/start\",\"params\":{}}\n")?;
+        to_agent.flush()?;
+        Ok(child)
+    }
+
+    /// Waits for a child; a conductor's watchdog stands down first.
+    fn wait(&self, child: &mut Child) -> std::io::Result<ExitStatus> {
+        if let Some(watchdog) = self.watchdogs.borrow().get(&child.id()) {
+            watchdog.disarm();
+        }
+        child.wait()
+    }
+
+    /// After a conductor run: whether its watchdog had to kill it. Kills and reaps a conductor
+    /// the run left behind (it failed before waiting for it).
+    fn end_conductor_run(&self) -> bool {
+        let watchdogs: Vec<Watchdog> = self
+            .watchdogs
+            .borrow_mut()
+            .drain()
+            .map(|(_, w)| w)
+            .collect();
+        watchdogs.iter().any(Watchdog::fired)
+    }
+
+    /// Behind the conductor, which kills its agent when the client closes its end: waits (a
+    /// bounded time) until the peer has written its report.
+    fn await_peer_report(&self, way: Way, db: &Path) {
+        let started = Instant::now();
+        while way.through_conductor()
+            && !peer_report_path(db).exists()
+            && started.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// What the peer reported: its stderr, or behind the conductor its report file.
+    fn peer_report(&self, way: Way, stderr: String, db: &Path) -> String {
+        if way.through_conductor() {
+            std::fs::read_to_string(peer_report_path(db)).unwrap_or_default()
+        } else {
+            stderr
+        }
     }
 }
 
@@ -257,6 +641,7 @@ struct Outcome {
 }
 
 fn finish_child(
+    setup: &Setup,
     mut child: Child,
     way: Way,
     db: &Path,
@@ -276,7 +661,7 @@ fn finish_child(
     if let Some(mut e) = child.stderr.take() {
         let _ = e.read_to_string(&mut stderr);
     }
-    let status = child.wait()?;
+    let status = setup.wait(&mut child)?;
     if !status.success() {
         bail!("{workload} over {way:?} failed ({status}): {stderr}");
     }
@@ -300,6 +685,8 @@ fn finish_child(
         proxy_peak_rss_mib: rss,
         recorder_lag_ms: lag,
         bytes_match: outcome.bytes_match && !stderr.contains("mismatch"),
+        check: check_for(way),
+        skipped: None,
     })
 }
 
@@ -315,36 +702,64 @@ fn stream(
         expected.update(stream_line(i, size));
     }
     let expected = expected.finalize();
-    let started = Instant::now();
+    let mut started = Instant::now();
     let mut child = setup.spawn(
         way,
         &["stream", &n.to_string(), &size.to_string()],
         db,
         false,
     )?;
+    if way.through_conductor() {
+        // Timed from the answer to `initialize`, which starts the agent.
+        started = Instant::now();
+    }
     let mut out = child.stdout.take().expect("piped");
     let mut hasher = Sha256::new();
     let mut buf = vec![0; 1 << 16];
     let mut total = 0;
     let want: usize = (0..n).map(|i| stream_line(i, size).len()).sum();
-    while total < want {
+    // Behind the conductor the lines are re-serialised: count them, keep them, compare later.
+    let mut kept = Vec::new();
+    let mut lines = 0;
+    while if way.through_conductor() {
+        lines < n
+    } else {
+        total < want
+    } {
         let got = out.read(&mut buf)?;
         if got == 0 {
             break;
         }
-        hasher.update(&buf[..got]);
+        if way.through_conductor() {
+            lines += memchr::memchr_iter(b'\n', &buf[..got]).count();
+            kept.extend_from_slice(&buf[..got]);
+        } else {
+            hasher.update(&buf[..got]);
+        }
         total += got;
     }
     let seconds = started.elapsed().as_secs_f64();
+    let bytes_match = if way.through_conductor() {
+        json_lines_equal(&kept, (0..n).map(|i| stream_line(i, size)))
+    } else {
+        hasher.finalize() == expected
+    };
     let outcome = Outcome {
         messages: n,
         bytes: total,
         seconds,
         latencies: Vec::new(),
-        bytes_match: hasher.finalize() == expected,
+        bytes_match,
         recorded_lines: n,
     };
-    finish_child(child, way, db, outcome, &format!("stream {}", human(size)))
+    finish_child(
+        setup,
+        child,
+        way,
+        db,
+        outcome,
+        &format!("stream {}", human(size)),
+    )
 }
 
 fn ping_pong(setup: &Setup, way: Way, n: usize, db: &Path) -> anyhow::Result<Measurement> {
@@ -365,8 +780,12 @@ fn ping_pong(setup: &Setup, way: Way, n: usize, db: &Path) -> anyhow::Result<Mea
         line.clear();
         from_agent.read_until(b'\n', &mut line)?;
         latencies.push(sent.elapsed().as_secs_f64() * 1e6);
-        bytes_match &=
-            line == format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\":{{}}}}\n").as_bytes();
+        let expected = format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\":{{}}}}\n");
+        bytes_match &= if way.through_conductor() {
+            json_equal(&line, expected.as_bytes())
+        } else {
+            line == expected.as_bytes()
+        };
     }
     let seconds = started.elapsed().as_secs_f64();
     child.stdin = Some(to_agent);
@@ -378,56 +797,94 @@ fn ping_pong(setup: &Setup, way: Way, n: usize, db: &Path) -> anyhow::Result<Mea
         bytes_match,
         recorded_lines: n * 2,
     };
-    finish_child(child, way, db, outcome, "ping-pong")
+    finish_child(setup, child, way, db, outcome, "ping-pong")
+}
+
+/// Behind the conductor: whether `line` is the agent's line `index` of the tools workload as
+/// an equal JSON value, and if it is a permission request, the id to answer (the conductor
+/// renumbers requests, so that id is not compared).
+fn tools_line_as_json(line: &[u8], index: usize) -> (bool, Option<Value>) {
+    let (turn, place) = (index / 5, index % 5);
+    let (before, last) = tools_turn(turn);
+    let expected = if place < 4 { &before[place] } else { &last };
+    let (Ok(mut got), Ok(mut want)) = (
+        serde_json::from_slice::<Value>(line),
+        serde_json::from_str::<Value>(expected),
+    ) else {
+        return (false, None);
+    };
+    if place != 3 {
+        return (got == want, None);
+    }
+    let id = got.as_object_mut().and_then(|o| o.remove("id"));
+    want.as_object_mut().map(|o| o.remove("id"));
+    (got == want && id.is_some(), id)
 }
 
 fn tools(setup: &Setup, way: Way, n: usize, db: &Path) -> anyhow::Result<Measurement> {
-    let mut child = setup.spawn(way, &["tools", &n.to_string()], db, way != Way::Pipe)?;
+    // The proxy's policy answers the permission requests; the pipe and the conductor pass them
+    // to the client.
+    let proxy = !matches!(way, Way::Pipe | Way::Conductor | Way::ConductorTrace);
+    let mut child = setup.spawn(way, &["tools", &n.to_string()], db, proxy)?;
     let mut to_agent = child.stdin.take().expect("piped");
     let from_agent = BufReader::new(child.stdout.take().expect("piped"));
     let started = Instant::now();
     let mut seen = 0;
     let mut permission_requests = 0;
+    let mut json_equal = true;
     for line in from_agent.split(b'\n') {
         let line = line?;
         seen += 1;
+        if way.through_conductor() {
+            let (equal, id) = tools_line_as_json(&line, seen - 1);
+            json_equal &= equal;
+            if let Some(id) = id {
+                permission_requests += 1;
+                let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}});
+                serde_json::to_writer(&mut to_agent, &answer)?;
+                to_agent.write_all(b"\n")?;
+                to_agent.flush()?;
+            }
+            // The conductor outlives its agent: stop at the last line.
+            if seen == n * 5 {
+                break;
+            }
+            continue;
+        }
         // Through the pipe the client is the one who answers.
         if memchr::memmem::find(&line, b"session/request_permission").is_some() {
             permission_requests += 1;
-            let id_start = memchr::memmem::find(&line, b"\"id\":").context("no id")? + 5;
-            let id_end = id_start
-                + line[id_start..]
-                    .iter()
-                    .position(|b| *b == b',')
-                    .context("no id end")?;
-            let id = std::str::from_utf8(&line[id_start..id_end])?;
+            let id = std::str::from_utf8(raw_id(&line)?)?;
             to_agent.write_all(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"outcome\":{{\"outcome\":\"selected\",\"optionId\":\"allow\"}}}}}}\n").as_bytes())?;
             to_agent.flush()?;
         }
     }
     let seconds = started.elapsed().as_secs_f64();
     child.stdin = Some(to_agent);
-    let expected_client_lines = if way == Way::Pipe { n * 5 } else { n * 4 };
+    let expected_client_lines = if proxy { n * 4 } else { n * 5 };
     let outcome = Outcome {
         messages: n * 6,
         bytes: 0,
         seconds,
         latencies: Vec::new(),
         bytes_match: seen == expected_client_lines
-            && (way != Way::Pipe || permission_requests == n)
-            && (way == Way::Pipe || permission_requests == 0),
+            && json_equal
+            && (proxy || permission_requests == n)
+            && (!proxy || permission_requests == 0),
         recorded_lines: n * 6,
     };
     let mut child = child;
     let mut stderr = String::new();
+    setup.await_peer_report(way, db);
     // The agent reports how long it waited for each answer (p50).
     let measurement = {
         let mut e = child.stderr.take().expect("piped");
-        let m = finish_child(child, way, db, outcome, "tools");
+        let m = finish_child(setup, child, way, db, outcome, "tools");
         let _ = e.read_to_string(&mut stderr);
         m
     }?;
-    let wait_ns: Option<f64> = stderr
+    let wait_ns: Option<f64> = setup
+        .peer_report(way, stderr, db)
         .lines()
         .find_map(|l| l.strip_prefix("bench-peer: permission-wait-p50-ns "))
         .and_then(|v| v.trim().parse().ok());
@@ -438,28 +895,49 @@ fn tools(setup: &Setup, way: Way, n: usize, db: &Path) -> anyhow::Result<Measure
 }
 
 fn big(setup: &Setup, way: Way, size: usize, db: &Path) -> anyhow::Result<Measurement> {
-    let line = big_line(size, b'b');
+    let conductor = way.through_conductor();
+    // The conductor rejects the string params of `big_line`: it gets the valid form.
+    let line = if conductor {
+        big_line_object(size, b'b')
+    } else {
+        big_line(size, b'b')
+    };
     let expected_from_agent = Sha256::digest(big_line(size, b'a'));
-    let started = Instant::now();
+    let mut started = Instant::now();
     let mut child = setup.spawn(way, &["big", &size.to_string()], db, false)?;
+    if conductor {
+        started = Instant::now();
+    }
     let mut to_agent = child.stdin.take().expect("piped");
-    let writer = std::thread::spawn(move || -> std::io::Result<()> {
+    // The conductor kills its agent when the client closes its end: keep it open until the
+    // peer has reported.
+    let writer = std::thread::spawn(move || -> std::io::Result<Option<ChildStdin>> {
         to_agent.write_all(&line)?;
-        Ok(())
+        Ok(conductor.then_some(to_agent))
     });
     let mut out = child.stdout.take().expect("piped");
     let mut hasher = Sha256::new();
     let mut buf = vec![0; 1 << 16];
     let mut total = 0;
-    while total < size {
+    // Behind the conductor the line comes re-serialised: read to its newline, compare as JSON.
+    let mut kept = Vec::new();
+    while if way.through_conductor() {
+        kept.last() != Some(&b'\n')
+    } else {
+        total < size
+    } {
         let n = out.read(&mut buf)?;
         if n == 0 {
             break;
         }
-        hasher.update(&buf[..n]);
+        if way.through_conductor() {
+            kept.extend_from_slice(&buf[..n]);
+        } else {
+            hasher.update(&buf[..n]);
+        }
         total += n;
     }
-    writer
+    let to_agent = writer
         .join()
         .map_err(|_| anyhow::anyhow!("writer panicked"))??;
     let seconds = started.elapsed().as_secs_f64();
@@ -468,20 +946,30 @@ fn big(setup: &Setup, way: Way, size: usize, db: &Path) -> anyhow::Result<Measur
     } else {
         proc_usage(child.id())
     };
+    setup.await_peer_report(way, db);
+    drop(to_agent);
     let mut stderr = String::new();
     child
         .stderr
         .take()
         .expect("piped")
         .read_to_string(&mut stderr)?;
-    let status = child.wait()?;
+    let status = setup.wait(&mut child)?;
     if !status.success() {
         bail!("big line over {way:?} failed: {stderr}");
     }
-    let agent_got = format!(
-        "bench-peer: received {size} {}",
-        hex(Sha256::digest(big_line(size, b'b')))
-    );
+    let bytes_match = if conductor {
+        json_lines_equal(&kept, std::iter::once(big_line_object(size, b'a')))
+            && setup
+                .peer_report(way, stderr, db)
+                .contains("bench-peer: received-json-equal true")
+    } else {
+        let agent_got = format!(
+            "bench-peer: received {size} {}",
+            hex(Sha256::digest(big_line(size, b'b')))
+        );
+        hasher.finalize() == expected_from_agent && stderr.contains(&agent_got)
+    };
     Ok(Measurement {
         workload: format!("big line {}", human(size)),
         way,
@@ -496,7 +984,9 @@ fn big(setup: &Setup, way: Way, size: usize, db: &Path) -> anyhow::Result<Measur
         proxy_cpu_s: cpu,
         proxy_peak_rss_mib: rss,
         recorder_lag_ms: None,
-        bytes_match: hasher.finalize() == expected_from_agent && stderr.contains(&agent_got),
+        bytes_match,
+        check: check_for(way),
+        skipped: None,
     })
 }
 
@@ -553,9 +1043,83 @@ pub struct BenchReport {
     pub measurements: Vec<Measurement>,
     pub sqlite_floor_rows_per_s: f64,
     pub recorded_1kib_messages_per_s: Option<f64>,
+    /// Present when the conductor was measured too.
+    pub conductor: Option<ConductorRun>,
 }
 
-pub fn run(quick: bool) -> anyhow::Result<BenchReport> {
+#[derive(Debug, Serialize)]
+pub struct ConductorRun {
+    pub path: PathBuf,
+    /// What `--version` printed.
+    pub version: String,
+    /// Per workload: the size the conductor ran and the size the other ways ran.
+    pub scaled: Vec<Scaled>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Scaled {
+    pub workload: String,
+    /// `messages`, `round trips`, `turns` or `bytes`.
+    pub unit: &'static str,
+    pub conductor: usize,
+    pub others: usize,
+}
+
+/// Runs one workload one way: (way, database, size).
+type Run<'a> = Box<dyn Fn(Way, &Path, usize) -> anyhow::Result<Measurement> + 'a>;
+
+struct Workload<'a> {
+    name: String,
+    /// `name` is followed by the size (the big line, whose size is in bytes).
+    sized: bool,
+    /// What the sizes count: messages, round trips, turns, bytes.
+    unit: &'static str,
+    /// The full run, `--quick`, and the conductor's ways.
+    full: usize,
+    quick: usize,
+    conductor: usize,
+    run: Run<'a>,
+}
+
+/// Why a conductor run failed, on one line and not too long.
+fn short_reason(error: &anyhow::Error) -> String {
+    let reason = format!("{error:#}")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    match reason.char_indices().nth(160) {
+        Some((cut, _)) => format!("{}…", &reason[..cut]),
+        None => reason,
+    }
+}
+
+/// What `PATH --version` prints, waiting at most five seconds for it.
+fn conductor_version(path: &Path) -> anyhow::Result<String> {
+    let mut child = Command::new(path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let started = Instant::now();
+    while child.try_wait()?.is_none() {
+        if started.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("`--version` did not finish in 5 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut version = String::new();
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_to_string(&mut version)?;
+    Ok(version.trim().to_owned())
+}
+
+pub fn run(quick: bool, conductor: Option<&Path>) -> anyhow::Result<BenchReport> {
     let dir = std::env::temp_dir().join(format!("acptap-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let policy = dir.join("policy.toml");
@@ -563,40 +1127,122 @@ pub fn run(quick: bool) -> anyhow::Result<BenchReport> {
         &policy,
         "version = 1\n[[rule]]\nid = \"reads\"\ndecision = \"allow\"\nkind = \"read\"\npaths = [\"/bench/**\"]\n",
     )?;
+    let conductor = conductor
+        .map(|path| -> anyhow::Result<(PathBuf, String)> {
+            let path = std::path::absolute(path)?;
+            let version = conductor_version(&path)
+                .with_context(|| format!("cannot run the conductor {}", path.display()))?;
+            Ok((path, version))
+        })
+        .transpose()?;
     let setup = Setup {
         exe: std::env::current_exe()?,
         dir: dir.clone(),
         policy,
+        conductor: conductor.as_ref().map(|(path, _)| path.clone()),
+        watchdogs: RefCell::new(HashMap::new()),
     };
-    let scale = |full: usize, small: usize| if quick { small } else { full };
     let mut measurements = Vec::new();
     let mut db_number = 0;
     let mut fresh_db = || {
         db_number += 1;
         dir.join(format!("run{db_number}.db"))
     };
-    type Workload<'a> = Box<dyn Fn(Way, &Path) -> anyhow::Result<Measurement> + 'a>;
-    let workloads: Vec<Workload> = vec![
-        Box::new(|way, db| stream(&setup, way, scale(200_000, 2_000), 256, db)),
-        Box::new(|way, db| stream(&setup, way, scale(200_000, 2_000), 1024, db)),
-        Box::new(|way, db| stream(&setup, way, scale(50_000, 500), 4096, db)),
-        Box::new(|way, db| stream(&setup, way, scale(300, 5), 1 << 20, db)),
-        Box::new(|way, db| ping_pong(&setup, way, scale(20_000, 200), db)),
-        Box::new(|way, db| tools(&setup, way, scale(5_000, 50), db)),
-        Box::new(|way, db| big(&setup, way, scale(64 << 20, 1 << 20), db)),
+    let bench = &setup;
+    let stream_workload = |size: usize, full: usize, quick: usize, conductor: usize| Workload {
+        name: format!("stream {}", human(size)),
+        sized: false,
+        unit: "messages",
+        full,
+        quick,
+        conductor,
+        run: Box::new(move |way, db, n| stream(bench, way, n, size, db)),
+    };
+    // The conductor's sizes keep its two ways to about half a minute in all.
+    let workloads = vec![
+        stream_workload(256, 200_000, 2_000, 30_000),
+        stream_workload(1024, 200_000, 2_000, 30_000),
+        stream_workload(4096, 50_000, 500, 10_000),
+        stream_workload(1 << 20, 300, 5, 60),
+        Workload {
+            name: "ping-pong".into(),
+            sized: false,
+            unit: "round trips",
+            full: 20_000,
+            quick: 200,
+            conductor: 4_000,
+            run: Box::new(|way, db, n| ping_pong(bench, way, n, db)),
+        },
+        Workload {
+            name: "tools".into(),
+            sized: false,
+            unit: "turns",
+            full: 5_000,
+            quick: 50,
+            conductor: 1_500,
+            run: Box::new(|way, db, n| tools(bench, way, n, db)),
+        },
+        Workload {
+            name: "big line".into(),
+            sized: true,
+            unit: "bytes",
+            full: 64 << 20,
+            quick: 1 << 20,
+            conductor: 64 << 20,
+            run: Box::new(|way, db, size| big(bench, way, size, db)),
+        },
     ];
+    let mut ways = vec![Way::Pipe, Way::ProxyNoRecord, Way::ProxyRecording];
+    if conductor.is_some() {
+        ways.extend([Way::Conductor, Way::ConductorTrace]);
+    }
+    let mut scaled = Vec::new();
     for workload in &workloads {
         let mut pipe_rate = None;
-        for way in [Way::Pipe, Way::ProxyNoRecord, Way::ProxyRecording] {
-            let mut m = workload(way, &fresh_db())?;
+        let size = if quick { workload.quick } else { workload.full };
+        let conductor_size = workload.conductor.min(size);
+        let name = if workload.sized {
+            format!("{} {}", workload.name, human(size))
+        } else {
+            workload.name.clone()
+        };
+        if conductor.is_some() {
+            scaled.push(Scaled {
+                workload: name.clone(),
+                unit: workload.unit,
+                conductor: conductor_size,
+                others: size,
+            });
+        }
+        for &way in &ways {
+            let mut m = if way.through_conductor() {
+                let result = (workload.run)(way, &fresh_db(), conductor_size);
+                let killed = setup.end_conductor_run();
+                match result {
+                    _ if killed => Measurement::skipped(
+                        &name,
+                        way,
+                        format!(
+                            "killed after {} s: no answer",
+                            CONDUCTOR_TIME_LIMIT.as_secs()
+                        ),
+                    ),
+                    Ok(m) => m,
+                    Err(e) => Measurement::skipped(&name, way, short_reason(&e)),
+                }
+            } else {
+                (workload.run)(way, &fresh_db(), size)?
+            };
             if way == Way::Pipe {
                 pipe_rate = Some(m.messages_per_s);
             }
-            m.ratio_to_pipe = pipe_rate.map(|p| m.messages_per_s / p);
+            if m.skipped.is_none() {
+                m.ratio_to_pipe = pipe_rate.map(|p| m.messages_per_s / p);
+            }
             measurements.push(m);
         }
     }
-    let floor = sqlite_floor(&dir, scale(200_000, 2_000), 1024)?;
+    let floor = sqlite_floor(&dir, if quick { 2_000 } else { 200_000 }, 1024)?;
     let recorded_1kib = measurements
         .iter()
         .find(|m| m.workload == "stream 1 KiB" && m.way == Way::ProxyRecording)
@@ -607,6 +1253,11 @@ pub fn run(quick: bool) -> anyhow::Result<BenchReport> {
         measurements,
         sqlite_floor_rows_per_s: floor,
         recorded_1kib_messages_per_s: recorded_1kib,
+        conductor: conductor.map(|(path, version)| ConductorRun {
+            path,
+            version,
+            scaled,
+        }),
     })
 }
 
@@ -632,10 +1283,18 @@ pub fn render(report: &BenchReport) -> String {
         "BYTES"
     ));
     for m in &report.measurements {
+        let way = format!("{:?}", m.way).to_lowercase();
+        if let Some(reason) = &m.skipped {
+            out.push_str(&format!(
+                "{:<16} {:<16} {:>11} {:>9} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} skipped: {reason}\n",
+                m.workload, way, "-", "-", "-", "-", "-", "-", "-", "-", "-",
+            ));
+            continue;
+        }
         out.push_str(&format!(
             "{:<16} {:<16} {:>11.0} {:>9.1} {:>7} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {}\n",
             m.workload,
-            format!("{:?}", m.way).to_lowercase(),
+            way,
             m.messages_per_s,
             m.mb_per_s,
             opt(m.ratio_to_pipe, 2),
@@ -645,7 +1304,11 @@ pub fn render(report: &BenchReport) -> String {
             opt(m.proxy_cpu_s, 2),
             opt(m.proxy_peak_rss_mib, 1),
             opt(m.recorder_lag_ms, 1),
-            if m.bytes_match { "ok" } else { "MISMATCH" },
+            match (m.bytes_match, m.check) {
+                (true, Check::Bytes) => "ok",
+                (true, Check::JsonValues) => "json-equal",
+                (false, _) => "MISMATCH",
+            },
         ));
     }
     out.push_str(&format!(
@@ -654,5 +1317,31 @@ pub fn render(report: &BenchReport) -> String {
         opt(report.recorded_1kib_messages_per_s, 0),
         opt(report.recorded_1kib_messages_per_s.map(|r| r / report.sqlite_floor_rows_per_s), 2),
     ));
+    if let Some(conductor) = &report.conductor {
+        let sizes: Vec<String> = conductor
+            .scaled
+            .iter()
+            .filter(|s| s.conductor != s.others)
+            .map(|s| {
+                format!(
+                    "{}: {} {} (others {})",
+                    s.workload, s.conductor, s.unit, s.others
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "\nconductor = {} ({}): `agent 'acptap bench-peer ...'`; conductortrace adds `--trace FILE`.\n\
+             Timed from its answer to `initialize`; its big line has object params (it rejects string params).\n\
+             It re-serialises every message: its BYTES compare equal JSON values (json-equal), not bytes.\n",
+            conductor.version,
+            conductor.path.display(),
+        ));
+        if !sizes.is_empty() {
+            out.push_str(&format!(
+                "It ran smaller workloads: {}.\n",
+                sizes.join("; ")
+            ));
+        }
+    }
     out
 }
