@@ -19,6 +19,10 @@ use crate::protocol::Fact;
 /// (it is then retried): several acptap processes may record into one file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The recorder checkpoints itself only when the log passes this many pages (16 MiB); by then
+/// the checkpointer thread has copied almost all of it, so it is cheap.
+const RECORDER_AUTOCHECKPOINT_PAGES: i64 = 4096;
+
 /// Every migration, in order. A new file in `migrations/` must be added here; a unit test checks
 /// that none is missing.
 const MIGRATIONS: &[&str] = &[
@@ -225,9 +229,12 @@ impl Store {
         Ok(())
     }
 
-    /// Leaves checkpoints to someone else (see [`Store::checkpoint`]).
+    /// Leaves checkpoints to someone else (see [`Store::checkpoint`]), but for a rare one of its
+    /// own: a checkpoint by the writer itself is what lets the log start over from its beginning
+    /// (concurrent checkpoints never catch up with a busy writer), so without it the WAL file
+    /// would grow for as long as the session is busy.
     pub fn disable_auto_checkpoint(&self) -> Result<(), StoreError> {
-        self.conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        self.conn.pragma_update(None, "wal_autocheckpoint", RECORDER_AUTOCHECKPOINT_PAGES)?;
         Ok(())
     }
 
