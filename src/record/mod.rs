@@ -287,9 +287,7 @@ fn run(
     // Checkpoints (copying the WAL into the database, a third of SQLite's work) run on a thread
     // and connection of their own, so the recorder only appends.
     let checkpointer = match (&destination, &sink.store) {
-        (Destination::Database(path), Some((store, _)))
-            if store.disable_auto_checkpoint().is_ok() =>
-        {
+        (Destination::Database(path), Some((store, _))) if store.checkpoint_rarely().is_ok() => {
             Some(Checkpointer::start(path.clone()))
         }
         _ => None,

@@ -233,8 +233,9 @@ impl Store {
     /// own: a checkpoint by the writer itself is what lets the log start over from its beginning
     /// (concurrent checkpoints never catch up with a busy writer), so without it the WAL file
     /// would grow for as long as the session is busy.
-    pub fn disable_auto_checkpoint(&self) -> Result<(), StoreError> {
-        self.conn.pragma_update(None, "wal_autocheckpoint", RECORDER_AUTOCHECKPOINT_PAGES)?;
+    pub fn checkpoint_rarely(&self) -> Result<(), StoreError> {
+        self.conn
+            .pragma_update(None, "wal_autocheckpoint", RECORDER_AUTOCHECKPOINT_PAGES)?;
         Ok(())
     }
 
