@@ -211,8 +211,8 @@ fn play_turn<R: BufRead, W: Write>(
         "title": "Edit src/main.rs", "kind": "edit", "status": "pending",
         "locations": [{"path": main_rs, "line": 3}],
         "content": [{"type": "diff", "path": main_rs,
-            "oldText": "fn main() {\n    // TODO: greet by name\n    println!(\"Hello\");\n}\n",
-            "newText": "fn main() {\n    let name = std::env::args().nth(1).unwrap_or(\"world\".into());\n    println!(\"Hello, {name}\");\n}\n"}],
+            "oldText": "fn main() {\n    // TODO: greet by name\n    eprintln!(\"Hello\");\n}\n",
+            "newText": "fn main() {\n    let name = std::env::args().nth(1).unwrap_or(\"world\".into());\n    eprintln!(\"Hello, {name}\");\n}\n"}],
         "rawInput": {"file_path": main_rs}}))?;
     let answer = peer.request(
         "session/request_permission",
