@@ -195,7 +195,20 @@ fn read_only_database_keeps_what_was_recorded_and_the_session_works() {
     let sb = Sandbox::new();
     play_sample_into(&sb, &sb.db());
     let before = sb.count("SELECT count(*) FROM messages");
-    // Read-only for everyone. Root ignores file modes, so run the proxy as `nobody` then.
+    // Root ignores file modes, so the proxy runs as `nobody` then; it gets its own copies of the
+    // programs and the transcript, in case the checkout is not readable by others.
+    let tools = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tools.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = |from: &std::path::Path, name: &str| {
+        let to = tools.path().join(name);
+        std::fs::copy(from, &to).unwrap();
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+        to
+    };
+    let acptap = copy(&crate::util::acptap_bin(), "acptap");
+    let peer = copy(&example_bin("peer"), "peer");
+    let path = copy(&fixture(SAMPLES[0]), "transcript.jsonl");
+    // The database and its directory: read-only for everyone.
     std::fs::set_permissions(sb.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     for entry in std::fs::read_dir(sb.dir.path()).unwrap() {
         std::fs::set_permissions(
@@ -205,9 +218,7 @@ fn read_only_database_keeps_what_was_recorded_and_the_session_works() {
         .unwrap();
     }
     std::fs::set_permissions(sb.dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
-    let path = fixture(SAMPLES[0]);
-    let peer = example_bin("peer");
-    let mut command = std::process::Command::new(crate::util::acptap_bin());
+    let mut command = std::process::Command::new(&acptap);
     command
         .arg("run")
         .arg("--db")
