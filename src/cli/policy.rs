@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{DbArgs, print, print_json};
 use crate::policy::{Context, Decision, Policy, Verdict};
-use crate::protocol::toolcall::{ToolCall, UpdateKind};
+use crate::protocol::toolcall::{self, ToolCall, UpdateKind};
 use crate::record::queries::{self, RecordedPermission};
 
 #[derive(Debug, Args)]
@@ -221,21 +221,8 @@ fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replaye
         let Ok(update) = serde_json::from_slice::<Value>(line) else {
             continue;
         };
-        let Some(Value::Object(update)) = update.pointer("/params/update") else {
-            continue;
-        };
-        let Some(how) = update
-            .get("sessionUpdate")
-            .and_then(Value::as_str)
-            .and_then(UpdateKind::from_session_update)
-        else {
-            continue;
-        };
-        match known.as_mut() {
-            Some(call) => {
-                call.apply(update, how);
-            }
-            None => known = Some(ToolCall::create(update, how).0),
+        if let Some((update, how)) = update.get("params").and_then(toolcall::from_session_update) {
+            ToolCall::upsert(&mut known, update, how);
         }
     }
     let cwd = recorded.cwd.as_deref().map(std::path::Path::new);
@@ -247,10 +234,11 @@ fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replaye
             agent: recorded.agent_name.as_deref(),
         },
     );
-    let mut state = known.unwrap_or_default();
+    let mut state = known;
     if let Some(Value::Object(update)) = params.get("toolCall") {
-        state.apply(update, UpdateKind::PermissionRequest);
+        ToolCall::upsert(&mut state, update, UpdateKind::PermissionRequest);
     }
+    let state = state.unwrap_or_default();
     let user = match (recorded.outcome.as_deref(), recorded.option_kind.as_deref()) {
         (Some("selected"), Some(kind)) => kind.to_owned(),
         (Some(outcome), _) => outcome.to_owned(),

@@ -177,14 +177,9 @@ impl Policy {
         if !update.get("toolCallId").is_some_and(Value::is_string) {
             return ask("the request names no toolCallId: left to the user".into());
         }
-        let merged = match known {
-            Some(known) => {
-                let mut merged = known.clone();
-                merged.apply(update, UpdateKind::PermissionRequest);
-                merged
-            }
-            None => ToolCall::create(update, UpdateKind::PermissionRequest).0,
-        };
+        let mut merged = known.cloned();
+        ToolCall::upsert(&mut merged, update, UpdateKind::PermissionRequest);
+        let merged = merged.expect("upsert leaves a tool call");
         let cwd = context.cwd.map(canonical);
         let view = self.view(&merged, cwd.as_deref(), context.agent);
         let outcome = self.evaluate(&view, cwd.as_deref());

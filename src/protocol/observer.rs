@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::message::{Direction, Message, MessageKind};
-use super::toolcall::{ToolCall, UpdateKind};
+use super::toolcall::{self, ToolCall, ToolCalls, UpdateKind};
 
 /// Something learned from one line, for the store.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,7 +98,7 @@ pub struct Observed {
 pub struct Observer {
     pending: HashMap<(Direction, String), Pending>,
     sessions: HashSet<String>,
-    tool_calls: HashMap<(String, String), ToolCall>,
+    tool_calls: ToolCalls,
 }
 
 impl Observer {
@@ -196,16 +196,10 @@ impl Observer {
     fn notification(&mut self, direction: Direction, msg: &Message, facts: &mut Vec<Fact>) {
         match (direction, msg.method.as_deref()) {
             (Direction::AgentToClient, Some("session/update")) => {
-                let (Some(session_id), Some(Value::Object(update))) =
-                    (msg.session_id(), msg.params().and_then(|p| p.get("update")))
-                else {
-                    return;
-                };
-                let how = update
-                    .get("sessionUpdate")
-                    .and_then(Value::as_str)
-                    .and_then(UpdateKind::from_session_update);
-                if let Some(how) = how {
+                if let (Some(session_id), Some((update, how))) = (
+                    msg.session_id(),
+                    msg.params().and_then(toolcall::from_session_update),
+                ) {
                     self.tool_call(session_id, update, how, facts);
                 }
             }
@@ -228,17 +222,8 @@ impl Observer {
         let Some(tool_call_id) = update.get("toolCallId").and_then(Value::as_str) else {
             return;
         };
-        let key = (session_id.to_owned(), tool_call_id.to_owned());
-        let (state, created, changed) = match self.tool_calls.get_mut(&key) {
-            Some(state) => {
-                let changed = state.apply(update, how);
-                (state.clone(), false, changed)
-            }
-            None => {
-                let (state, changed) = ToolCall::create(update, how);
-                self.tool_calls.insert(key, state.clone());
-                (state, true, changed)
-            }
+        let Some((state, created, changed)) = self.tool_calls.apply(session_id, update, how) else {
+            return;
         };
         facts.push(Fact::ToolCall {
             session_id: session_id.to_owned(),
@@ -246,7 +231,7 @@ impl Observer {
             how,
             created,
             changed,
-            state: Box::new(state),
+            state: Box::new(state.clone()),
         });
     }
 

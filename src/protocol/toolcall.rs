@@ -17,6 +17,8 @@
 //! - Values are kept as they came: unknown and `_`-prefixed kinds, statuses and content types,
 //!   and even a title that is not a string, are stored verbatim.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 /// The fields that make up a tool call's state, by their wire names.
@@ -129,8 +131,68 @@ impl ToolCall {
         changed
     }
 
+    /// Applies one message to what is known of a tool call, creating it when nothing is. Returns
+    /// whether it was created, and the fields that changed.
+    pub fn upsert(
+        known: &mut Option<ToolCall>,
+        update: &Map<String, Value>,
+        how: UpdateKind,
+    ) -> (bool, Vec<&'static str>) {
+        match known {
+            Some(call) => (false, call.apply(update, how)),
+            None => {
+                let (call, changed) = ToolCall::create(update, how);
+                *known = Some(call);
+                (true, changed)
+            }
+        }
+    }
+
     fn set(&mut self, name: &str, value: Option<Value>) {
         self.fields[index_of(name)] = value;
+    }
+}
+
+/// The tool-call update a `session/update`'s params carry, if they carry one.
+pub fn from_session_update(params: &Value) -> Option<(&Map<String, Value>, UpdateKind)> {
+    let Some(Value::Object(update)) = params.get("update") else {
+        return None;
+    };
+    let how = update
+        .get("sessionUpdate")
+        .and_then(Value::as_str)
+        .and_then(UpdateKind::from_session_update)?;
+    Some((update, how))
+}
+
+/// The tool calls of a connection so far, by session and toolCallId.
+#[derive(Debug, Default)]
+pub struct ToolCalls {
+    calls: HashMap<(String, String), Option<ToolCall>>,
+}
+
+impl ToolCalls {
+    pub fn get(&self, session_id: &str, tool_call_id: &str) -> Option<&ToolCall> {
+        self.calls
+            .get(&(session_id.to_owned(), tool_call_id.to_owned()))?
+            .as_ref()
+    }
+
+    /// Applies one message (see [`ToolCall::upsert`]). Returns the tool call after it, whether it
+    /// was created, and the fields that changed; `None` if the message names no toolCallId.
+    pub fn apply(
+        &mut self,
+        session_id: &str,
+        update: &Map<String, Value>,
+        how: UpdateKind,
+    ) -> Option<(&ToolCall, bool, Vec<&'static str>)> {
+        let tool_call_id = update.get("toolCallId").and_then(Value::as_str)?;
+        let slot = self
+            .calls
+            .entry((session_id.to_owned(), tool_call_id.to_owned()))
+            .or_default();
+        let (created, changed) = ToolCall::upsert(slot, update, how);
+        Some((slot.as_ref()?, created, changed))
     }
 }
 

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::pump::{Disposition, LineTap};
 use crate::policy::{Context, Decision, Policy};
-use crate::protocol::toolcall::{ToolCall, UpdateKind};
+use crate::protocol::toolcall::{self, ToolCalls, UpdateKind};
 use crate::protocol::{MessageKind, parse_line};
 use crate::record::{Annotation, PolicyNote};
 
@@ -90,7 +90,7 @@ pub struct PolicyTap {
     shadow: bool,
     sessions: Arc<SessionDirectory>,
     /// Every tool call's state so far, per (session, toolCallId): requests are often partial.
-    tool_calls: HashMap<(String, String), ToolCall>,
+    tool_calls: ToolCalls,
     /// `agentInfo.name` from the answer to `initialize`.
     agent: Option<String>,
 }
@@ -101,27 +101,8 @@ impl PolicyTap {
             policy,
             shadow,
             sessions,
-            tool_calls: HashMap::new(),
+            tool_calls: ToolCalls::default(),
             agent: None,
-        }
-    }
-
-    fn track(&mut self, session: &str, update: &serde_json::Map<String, Value>, how: UpdateKind) {
-        let Some(id) = update.get("toolCallId").and_then(Value::as_str) else {
-            return;
-        };
-        match self
-            .tool_calls
-            .get_mut(&(session.to_owned(), id.to_owned()))
-        {
-            Some(call) => {
-                call.apply(update, how);
-            }
-            None => {
-                let (call, _) = ToolCall::create(update, how);
-                self.tool_calls
-                    .insert((session.to_owned(), id.to_owned()), call);
-            }
         }
     }
 }
@@ -153,15 +134,11 @@ impl LineTap for PolicyTap {
                 }
             }
             (MessageKind::Notification, Some("session/update")) => {
-                let update = msg.params().and_then(|p| p.get("update"));
-                let how = update
-                    .and_then(|u| u.get("sessionUpdate"))
-                    .and_then(Value::as_str)
-                    .and_then(UpdateKind::from_session_update);
-                if let (Some(session), Some(Value::Object(update)), Some(how)) =
-                    (msg.session_id(), update, how)
-                {
-                    self.track(session, update, how);
+                if let (Some(session), Some((update, how))) = (
+                    msg.session_id(),
+                    msg.params().and_then(toolcall::from_session_update),
+                ) {
+                    self.tool_calls.apply(session, update, how);
                 }
             }
             (MessageKind::Request, Some("session/request_permission")) => {
@@ -173,14 +150,15 @@ impl LineTap for PolicyTap {
                 let cwd = self.sessions.lock().cwd.get(&session).cloned();
                 let verdict = self.policy.decide(
                     params,
-                    self.tool_calls.get(&(session.clone(), tool_call_id)),
+                    self.tool_calls.get(&session, &tool_call_id),
                     Context {
                         cwd: cwd.as_deref(),
                         agent: self.agent.as_deref(),
                     },
                 );
                 if let Some(Value::Object(update)) = params.get("toolCall") {
-                    self.track(&session, update, UpdateKind::PermissionRequest);
+                    self.tool_calls
+                        .apply(&session, update, UpdateKind::PermissionRequest);
                 }
                 let note = Arc::new(PolicyNote {
                     policy_hash: self.policy.hash().to_owned(),
