@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::one_line;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Event {
     pub ts: i64,
     /// tool_call_started | tool_call_updated | tool_call_finished | permission_decided | turn_ended
@@ -92,9 +92,7 @@ impl Cursor {
                     kind: r.get(5)?,
                     title: r.get(6)?,
                     status,
-                    decided_by: None,
-                    option_kind: None,
-                    stop_reason: None,
+                    ..Event::default()
                 },
             ))
         })?;
@@ -104,7 +102,7 @@ impl Cursor {
             events.push(event);
         }
         let mut stmt = conn.prepare_cached(
-            "SELECT m.id, p.decided_at, p.connection_id, p.session_id, p.tool_call_id, t.kind, t.title,
+            "SELECT p.decided_at, p.connection_id, p.session_id, p.tool_call_id, t.kind, t.title,
                     p.decided_by, p.option_kind, p.outcome
              FROM messages m
              JOIN permission_requests p ON p.response_message_id = m.id
@@ -112,55 +110,40 @@ impl Cursor {
                   AND t.tool_call_id = p.tool_call_id
              WHERE m.id > ?1 AND m.id <= ?2 ORDER BY m.id",
         )?;
-        let rows = stmt.query_map(params![self.message_id, newest], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                Event {
-                    ts: r.get(1)?,
-                    event: "permission_decided",
-                    connection_id: r.get(2)?,
-                    session_id: r.get(3)?,
-                    tool_call_id: r.get(4)?,
-                    kind: r.get(5)?,
-                    title: r.get(6)?,
-                    status: r.get(9)?,
-                    decided_by: r.get(7)?,
-                    option_kind: r.get(8)?,
-                    stop_reason: None,
-                },
-            ))
+        let decisions = stmt.query_map(params![self.message_id, newest], |r| {
+            Ok(Event {
+                ts: r.get(0)?,
+                event: "permission_decided",
+                connection_id: r.get(1)?,
+                session_id: r.get(2)?,
+                tool_call_id: r.get(3)?,
+                kind: r.get(4)?,
+                title: r.get(5)?,
+                decided_by: r.get(6)?,
+                option_kind: r.get(7)?,
+                status: r.get(8)?,
+                ..Event::default()
+            })
         })?;
-        for row in rows {
-            events.push(row?.1);
-        }
+        events.extend(decisions.collect::<Result<Vec<_>, _>>()?);
         let mut stmt = conn.prepare_cached(
-            "SELECT m.id, t.ended_at, t.connection_id, t.session_id, coalesce(t.stop_reason, 'error')
+            "SELECT t.ended_at, t.connection_id, t.session_id, coalesce(t.stop_reason, 'error')
              FROM messages m
              JOIN prompt_turns t ON t.connection_id = m.connection_id AND t.response_seq = m.seq
              WHERE m.id > ?1 AND m.id <= ?2 AND m.kind = 'response' AND m.method = 'session/prompt'
              ORDER BY m.id",
         )?;
-        let rows = stmt.query_map(params![self.message_id, newest], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                Event {
-                    ts: r.get(1)?,
-                    event: "turn_ended",
-                    connection_id: r.get(2)?,
-                    session_id: r.get(3)?,
-                    tool_call_id: None,
-                    kind: None,
-                    title: None,
-                    status: None,
-                    decided_by: None,
-                    option_kind: None,
-                    stop_reason: r.get(4)?,
-                },
-            ))
+        let turns = stmt.query_map(params![self.message_id, newest], |r| {
+            Ok(Event {
+                ts: r.get(0)?,
+                event: "turn_ended",
+                connection_id: r.get(1)?,
+                session_id: r.get(2)?,
+                stop_reason: r.get(3)?,
+                ..Event::default()
+            })
         })?;
-        for row in rows {
-            events.push(row?.1);
-        }
+        events.extend(turns.collect::<Result<Vec<_>, _>>()?);
         self.message_id = newest;
         events.sort_by_key(|e| e.ts);
         Ok(events)

@@ -212,7 +212,6 @@ pub fn run(mut options: RunOptions) -> anyhow::Result<i32> {
         ended_at: now_us(),
         exit_code: Some(exit_code),
         exit_signal,
-        lost_messages: 0,
     });
     status.context("cannot wait for the agent")?;
     Ok(exit_code)

@@ -334,11 +334,10 @@ fn run(
     if let Some(checkpointer) = checkpointer {
         checkpointer.stop();
     }
-    if let (Some((store, id)), Some(mut end)) = (sink.store.as_mut(), end) {
-        end.lost_messages = sink.report.lost;
-        if let Err(e) = store.end_connection(*id, &end) {
-            eprintln!("acptap: cannot mark the end of connection {id} in the database: {e}");
-        }
+    if let (Some((store, id)), Some(end)) = (sink.store.as_mut(), end)
+        && let Err(e) = store.end_connection(*id, &end, sink.report.lost)
+    {
+        eprintln!("acptap: cannot mark the end of connection {id} in the database: {e}");
     }
     sink.report
 }

@@ -73,7 +73,6 @@ pub struct ConnectionEnd {
     pub ended_at: i64,
     pub exit_code: Option<i32>,
     pub exit_signal: Option<i32>,
-    pub lost_messages: i64,
 }
 
 /// One line to store, with what the observer made of it.
@@ -179,10 +178,12 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// Records how a connection ended, and how many of its lines could not be recorded.
     pub fn end_connection(
         &mut self,
         connection_id: i64,
         end: &ConnectionEnd,
+        lost_messages: i64,
     ) -> Result<(), StoreError> {
         self.conn.execute(
             "UPDATE connections SET ended_at = ?2, exit_code = ?3, exit_signal = ?4,
@@ -193,7 +194,7 @@ impl Store {
                 end.ended_at,
                 end.exit_code,
                 end.exit_signal,
-                end.lost_messages
+                lost_messages
             ],
         )?;
         Ok(())

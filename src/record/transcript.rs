@@ -197,8 +197,8 @@ pub fn import(
             ended_at: start.started_at + (last_t * 1e6) as i64,
             exit_code: None,
             exit_signal: None,
-            lost_messages: 0,
         },
+        0,
     )?;
     Ok(connection_id)
 }
