@@ -71,12 +71,18 @@ pub fn current() -> &'static Config {
     CONFIG.get_or_init(Config::default)
 }
 
-fn default_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
+/// `$VAR/acptap/NAME`, else `~/FALLBACK/acptap/NAME`: where the XDG base directory
+/// specification puts a file.
+pub fn xdg_path(var: &str, fallback: &str, name: &str) -> Option<PathBuf> {
+    let base = std::env::var_os(var)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("acptap").join("config.toml"))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))?;
+    Some(base.join("acptap").join(name))
+}
+
+fn default_path() -> Option<PathBuf> {
+    xdg_path("XDG_CONFIG_HOME", ".config", "config.toml")
 }
 
 /// `~/x` relative to $HOME, as people write paths in a config file.

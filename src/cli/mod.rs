@@ -109,11 +109,7 @@ impl DbArgs {
 
 /// `$XDG_DATA_HOME/acptap/acptap.db`, else `~/.local/share/acptap/acptap.db`.
 pub fn default_db_path() -> Option<PathBuf> {
-    let data_home = std::env::var_os("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
-    Some(data_home.join("acptap").join("acptap.db"))
+    config::xdg_path("XDG_DATA_HOME", ".local/share", "acptap.db")
 }
 
 #[derive(Debug, Args)]
