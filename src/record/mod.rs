@@ -162,17 +162,9 @@ impl RecorderHandle {
     }
 }
 
-/// What the recorder achieved, reported when it stops.
-#[derive(Debug, Default)]
-pub struct RecorderReport {
-    pub connection_id: Option<i64>,
-    pub recorded: i64,
-    pub lost: i64,
-}
-
 pub struct Recorder {
     handle: RecorderHandle,
-    thread: JoinHandle<RecorderReport>,
+    thread: JoinHandle<()>,
 }
 
 /// Where to record, or nowhere (`--no-record`).
@@ -210,17 +202,18 @@ impl Recorder {
     }
 
     /// Records how the connection ended, writes everything still queued, and stops.
-    pub fn finish(self, end: ConnectionEnd) -> RecorderReport {
+    pub fn finish(self, end: ConnectionEnd) {
         self.handle.queue.push(Item::End(end));
         self.handle.queue.close();
-        self.thread.join().unwrap_or_default()
+        let _ = self.thread.join();
     }
 }
 
 struct Sink {
     store: Option<(Store, i64)>,
     pending: Vec<MessageRow>,
-    report: RecorderReport,
+    /// Lines that could not be recorded.
+    lost: i64,
     warned: bool,
 }
 
@@ -232,7 +225,7 @@ impl Sink {
     }
 
     fn lose_pending(&mut self) {
-        self.report.lost += self.pending.len() as i64;
+        self.lost += self.pending.len() as i64;
         self.pending.clear();
     }
 
@@ -247,7 +240,6 @@ impl Sink {
         };
         match store.write_batch(*connection_id, &self.pending) {
             Ok(()) => {
-                self.report.recorded += self.pending.len() as i64;
                 self.pending.clear();
                 false
             }
@@ -266,17 +258,16 @@ fn run(
     redactor: redact::Redactor,
     start: ConnectionStart,
     queue: &ByteBoundedQueue<Item>,
-) -> RecorderReport {
+) {
     let mut sink = Sink {
         store: None,
         pending: Vec::new(),
-        report: RecorderReport::default(),
+        lost: 0,
         warned: false,
     };
     if let Destination::Database(path) = &destination {
         match Store::open(path).and_then(|mut s| s.begin_connection(&start).map(|id| (s, id))) {
             Ok((store, id)) => {
-                sink.report.connection_id = Some(id);
                 sink.store = Some((store, id));
             }
             Err(e) => sink.warn_once(&format!(
@@ -313,7 +304,7 @@ fn run(
                 }
                 // Without a database by choice (--no-record), nothing is lost.
                 Item::Line(_) if matches!(destination, Destination::Nowhere) => {}
-                Item::Line(_) => sink.report.lost += 1,
+                Item::Line(_) => sink.lost += 1,
                 Item::End(e) => end = Some(e),
             }
         }
@@ -335,11 +326,10 @@ fn run(
         checkpointer.stop();
     }
     if let (Some((store, id)), Some(end)) = (sink.store.as_mut(), end)
-        && let Err(e) = store.end_connection(*id, &end, sink.report.lost)
+        && let Err(e) = store.end_connection(*id, &end, sink.lost)
     {
         eprintln!("acptap: cannot mark the end of connection {id} in the database: {e}");
     }
-    sink.report
 }
 
 /// How often the checkpointer copies the write-ahead log into the database.
