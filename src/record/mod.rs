@@ -302,8 +302,7 @@ fn run(
                     }
                     sink.pending.push(observe(&mut observer, line))
                 }
-                // Without a database by choice (--no-record), nothing is lost.
-                Item::Line(_) if matches!(destination, Destination::Nowhere) => {}
+                // (With --no-record no line is queued at all: see RecorderHandle::enabled.)
                 Item::Line(_) => sink.lost += 1,
                 Item::End(e) => end = Some(e),
             }
