@@ -78,8 +78,8 @@ pub fn pump(
     // The head of an over-long line and the line's length so far: recorded once the line ends.
     let mut long_line: Option<(Bytes, i64)> = None;
     let mut copied = 0u64;
-    // The lines of one run, reused from run to run.
-    let mut lines: Vec<Bytes> = Vec::new();
+    // The lines of one run waiting to be recorded, reused from run to run.
+    let mut lines: Vec<(Bytes, Annotation)> = Vec::new();
     loop {
         let read = framer.read_from(&mut input);
         let at_end = !matches!(read, Ok(n) if n > 0);
@@ -91,29 +91,28 @@ pub fn pump(
             copied += piece.bytes().len() as u64;
             match piece {
                 Piece::Lines(run) => {
-                    let Some(interceptor) = interceptor.as_mut() else {
-                        lines.clear();
-                        lines.extend(split_lines(&run));
-                        recorder.record_lines(direction, ts, &lines);
-                        forward.send(run, true);
-                        continue;
-                    };
-                    // Forwarded up to here; a withheld line splits the run.
+                    // Recorded in one queue operation per run, always before being forwarded;
+                    // a line the tap withholds splits the run.
+                    lines.clear();
                     let mut sent = 0;
                     let mut offset = 0;
                     for line in split_lines(&run) {
-                        let (start, size) = (offset, line.len());
-                        offset += size;
+                        let start = offset;
+                        offset += line.len();
+                        let Some(interceptor) = interceptor.as_mut() else {
+                            lines.push((line, Annotation::default()));
+                            continue;
+                        };
                         match interceptor.tap.inspect(&line) {
-                            Disposition::Forward(note) => {
-                                recorder.record(direction, ts, line, size as i64, note)
-                            }
+                            Disposition::Forward(note) => lines.push((line, note)),
                             Disposition::Answer {
                                 request,
                                 reply,
                                 reply_annotation,
                             } => {
-                                recorder.record(direction, ts, line, size as i64, request);
+                                lines.push((line, request));
+                                recorder.record_lines(direction, ts, &lines);
+                                lines.clear();
                                 forward.send(run.slice(sent..start), true);
                                 sent = offset;
                                 let reply_size = reply.len() as i64;
@@ -130,6 +129,7 @@ pub fn pump(
                             }
                         }
                     }
+                    recorder.record_lines(direction, ts, &lines);
                     forward.send(run.slice(sent..), true);
                 }
                 Piece::Unterminated(line) => {

@@ -140,23 +140,24 @@ impl RecorderHandle {
 }
 
 impl RecorderHandle {
-    /// Hands over a run of complete lines at once, each recorded whole and unannotated.
-    pub fn record_lines(&self, direction: Direction, ts: i64, lines: &[Bytes]) {
-        if !self.enabled {
+    /// Hands over complete lines at once (one queue operation), each recorded whole with its
+    /// annotation.
+    pub fn record_lines(&self, direction: Direction, ts: i64, lines: &[(Bytes, Annotation)]) {
+        if !self.enabled || lines.is_empty() {
             return;
         }
-        let size = lines.iter().map(Bytes::len).sum();
+        let size = lines.iter().map(|(line, _)| line.len()).sum();
         self.queue
             .push_numbered_batch(size, lines.len(), |number, index| {
-                let raw = lines[index].clone();
+                let (raw, annotation) = &lines[index];
                 Item::Line(Line {
                     seq: number as i64,
                     ts,
                     direction,
                     size: raw.len() as i64,
                     truncated: false,
-                    raw,
-                    annotation: Annotation::default(),
+                    raw: raw.clone(),
+                    annotation: annotation.clone(),
                 })
             });
     }
