@@ -3,7 +3,7 @@
 //! Where a line goes, in the order to read the modules:
 //!
 //! ```text
-//! stdin ─► proxy::pump (proxy::framing splits lines) ─► record::RecorderHandle::record ─┐
+//! stdin ─► proxy::pump (proxy::framing splits lines) ─► record::RecorderHandle::record_lines ┐
 //!       └─► proxy::pump's writer thread ─► agent stdin                                    │
 //! agent stdout ─► proxy::pump ─► (recorded first, the same way) ─► stdout                 │
 //!                                                                                         ▼

@@ -63,19 +63,7 @@ fn a_file_that_is_not_a_database_still_forwards() {
 #[test]
 fn database_locked_by_another_writer_for_a_while_loses_nothing() {
     let sb = Sandbox::new();
-    let emit = sb.path("emit");
-    let capture = sb.path("capture");
-    std::fs::write(&emit, b"").unwrap();
-    let peer = example_bin("peer");
-    let mut child = sb.proxy(
-        &[],
-        &[
-            peer.as_os_str(),
-            OsStr::new("sink"),
-            emit.as_os_str(),
-            capture.as_os_str(),
-        ],
-    );
+    let (mut child, capture) = sb.proxy_to_sink(b"");
     let mut stdin = child.stdin.take().unwrap();
     let line = |i: usize| {
         format!("{{\"jsonrpc\":\"2.0\",\"method\":\"_test/n\",\"params\":{{\"i\":{i}}}}}\n")
@@ -257,18 +245,7 @@ fn read_only_database_keeps_what_was_recorded_and_the_session_works() {
 #[test]
 fn a_failed_write_loses_only_its_batch_says_so_once_and_marks_the_connection_incomplete() {
     let sb = Sandbox::new();
-    let (emit, capture) = (sb.path("emit"), sb.path("capture"));
-    std::fs::write(&emit, b"").unwrap();
-    let peer = example_bin("peer");
-    let mut child = sb.proxy(
-        &[],
-        &[
-            peer.as_os_str(),
-            OsStr::new("sink"),
-            emit.as_os_str(),
-            capture.as_os_str(),
-        ],
-    );
+    let (mut child, capture) = sb.proxy_to_sink(b"");
     let mut stdin = child.stdin.take().unwrap();
     let line =
         |method: &str| format!("{{\"jsonrpc\":\"2.0\",\"method\":\"{method}\",\"params\":{{}}}}\n");

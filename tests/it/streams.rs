@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
-use crate::util::{Sandbox, example_bin, finish};
+use crate::util::{Sandbox, finish};
 
 /// A stream built from segments of any bytes (so `\n`, `\r`, NUL and invalid UTF-8 all occur),
 /// each optionally followed by a `\n`; some segments are long enough to span many reads.
@@ -40,19 +40,7 @@ struct Ends {
 
 /// Writes `to_agent` into the proxy in `chunk`-sized writes while the peer emits `to_client`.
 fn through_proxy(sandbox: &Sandbox, to_agent: &[u8], to_client: &[u8], chunk: usize) -> Ends {
-    let emit = sandbox.path("emit");
-    let capture = sandbox.path("capture");
-    std::fs::write(&emit, to_client).unwrap();
-    let peer = example_bin("peer");
-    let mut child = sandbox.proxy(
-        &[],
-        &[
-            peer.as_os_str(),
-            "sink".as_ref(),
-            emit.as_os_str(),
-            capture.as_os_str(),
-        ],
-    );
+    let (mut child, capture) = sandbox.proxy_to_sink(to_client);
     let mut stdin = child.stdin.take().unwrap();
     let input = to_agent.to_vec();
     let writer = std::thread::spawn(move || {

@@ -93,6 +93,25 @@ impl Sandbox {
             .expect("start acptap run")
     }
 
+    /// `acptap run` with the `sink` peer as the agent: it writes `to_client`, and keeps what it
+    /// receives in the returned file once it has read to the end.
+    pub fn proxy_to_sink(&self, to_client: &[u8]) -> (Child, PathBuf) {
+        let emit = self.path("emit");
+        let capture = self.path("capture");
+        std::fs::write(&emit, to_client).unwrap();
+        let peer = example_bin("peer");
+        let child = self.proxy(
+            &[],
+            &[
+                peer.as_os_str(),
+                OsStr::new("sink"),
+                emit.as_os_str(),
+                capture.as_os_str(),
+            ],
+        );
+        (child, capture)
+    }
+
     /// Runs an acptap command (not `run`) against the sandbox database.
     pub fn acptap(&self, args: &[&str]) -> Output {
         let output = Command::new(acptap_bin())
