@@ -25,6 +25,8 @@
 //! title; for that agent only (as identified in `initialize`), the title of an `execute` call
 //! stands for its command.
 
+pub mod commands;
+pub mod guards;
 pub mod paths;
 pub mod rules;
 pub mod shell;
@@ -37,32 +39,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::protocol::toolcall::{ToolCall, UpdateKind};
+use commands::Danger;
+use guards::Guards;
 use rules::InputMatcher;
 pub use rules::{Decision, EXAMPLE_CWD, Origin, PolicyError, PolicySet, Rule};
-use shell::{Opaque, SimpleCommand};
+use shell::Opaque;
 
 /// The agents whose `execute` titles are their commands, verbatim (see the module doc).
 const TITLE_IS_COMMAND_AGENTS: &[&str] = &["gemini-cli"];
-
-/// Shell startup files: code in them runs in every later shell.
-const SHELL_STARTUP_FILES: &[&str] = &[
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".zlogout",
-    ".kshrc",
-    ".cshrc",
-    ".tcshrc",
-    "config.fish",
-    "bash.bashrc",
-    "environment",
-];
 
 /// Tool kinds that only look: the ask guards about changing files do not apply to them.
 const LOOKING_KINDS: &[&str] = &["read", "search", "think", "fetch"];
@@ -97,27 +81,56 @@ pub struct Policy {
     /// The policy files as paths a tool might name (the ask guard protects them).
     files: Vec<PathBuf>,
     /// Path matchers per rule and cwd: compiled once per session.
-    globs: RefCell<HashMap<GlobKey, Option<globset::GlobSet>>>,
+    globs: RefCell<HashMap<GlobKey, Result<globset::GlobSet, String>>>,
+    /// The paths a command rule without `paths` allows: `${cwd}/**`.
+    inside_cwd: Vec<String>,
 }
 
-/// A rule (by index) in a session (by cwd).
-type GlobKey = (usize, Option<PathBuf>);
+/// A rule (by index; `None` for the implicit `${cwd}/**` of a command rule without `paths`) in
+/// a session (by cwd).
+type GlobKey = (Option<usize>, Option<PathBuf>);
 
 /// A tool call as the rules see it.
 struct View {
     kind: Option<String>,
     title: Option<String>,
     raw_input: Option<Value>,
-    /// Normalised; `None` for a path that cannot be placed (relative, with no known cwd).
-    paths: Vec<Option<PathBuf>>,
+    /// Every path the call names (locations, diffs, rawInput, where a command runs): normalised;
+    /// `None` for one that cannot be placed (relative with no known cwd, `~user`, unreadable).
+    call_paths: Vec<Option<PathBuf>>,
+    /// `call_paths` and every path argument of the command: what deny rules and guards see.
+    all_paths: Vec<Option<PathBuf>>,
+    /// rawInput keys read as paths by shape only: a rule without `paths` never allows them.
+    unrecognised: Vec<String>,
     command: Option<Command>,
+    /// `rawInput.env`: the variable names, or why it cannot be read.
+    env: Result<Vec<String>, String>,
 }
 
 struct Command {
-    analysed: Result<Vec<SimpleCommand>, Opaque>,
+    analysed: Result<Vec<Analysed>, Opaque>,
     /// A deliberately loose reading, for deny and ask rules and the guards: every run of words
     /// between shell operators, in any construct.
     loose: Vec<Vec<String>>,
+}
+
+/// `rawInput.command` (or gemini-cli's title) as it came.
+enum Script {
+    Line(String),
+    Argv(Vec<Value>),
+    Unreadable(String),
+}
+
+/// One simple command, read with the command table.
+struct Analysed {
+    words: Vec<String>,
+    /// Names of its `NAME=value` prefixes.
+    env: Vec<String>,
+    dangers: Vec<Danger>,
+    /// Path arguments by word index, resolved in every directory the command may run in.
+    paths: Vec<(usize, Option<PathBuf>)>,
+    /// `cd DIR`: needs no rule of its own; DIR is held to the rule like any path.
+    implicit: bool,
 }
 
 /// The outcome of a self-check (a rule's examples, a `[[test]]`).
@@ -154,7 +167,22 @@ impl Policy {
             set,
             home,
             globs: RefCell::new(HashMap::new()),
+            inside_cwd: vec!["${cwd}/**".to_owned()],
         })
+    }
+
+    /// Loads policy files as [`Policy::load`] does, for a given home directory instead of
+    /// `$HOME` (tests and `policy check --home`).
+    pub fn load_with_home(files: &[PathBuf], home: &Path) -> Result<Policy, PolicyError> {
+        let mut policy = Self::load_unchecked(files)?;
+        policy.home = Some(canonical(home));
+        if let Some(failed) = policy.self_check().into_iter().find(|c| !c.passed) {
+            return Err(PolicyError {
+                origin: failed.origin,
+                message: format!("{} failed: {}", failed.name, failed.detail),
+            });
+        }
+        Ok(policy)
     }
 
     pub fn hash(&self) -> &str {
@@ -187,39 +215,68 @@ impl Policy {
     }
 
     fn view(&self, call: &ToolCall, cwd: Option<&Path>, agent: Option<&str>) -> View {
+        let home = self.home.as_deref();
         let kind = call.text("kind");
         let raw_input = call.get("rawInput").cloned();
-        let paths = paths::tool_call_paths(
+        let raw = paths::tool_call_paths(
             call.get("locations"),
             call.get("content"),
             raw_input.as_ref(),
-        )
-        .iter()
-        .map(|p| paths::normalise(p, cwd, self.home.as_deref()))
-        .collect();
+        );
+        let mut call_paths: Vec<Option<PathBuf>> = raw
+            .paths
+            .iter()
+            .map(|p| paths::normalise(p, cwd, home))
+            .chain(raw.unreadable.iter().map(|_| None))
+            .collect();
         let title = call.get("title").and_then(Value::as_str).map(str::to_owned);
-        let command = match raw_input.as_ref().and_then(|r| r.get("command")) {
-            Some(Value::String(script)) => Some(Command::of_script(script)),
-            Some(Value::Array(argv)) => Some(Command::of_argv(argv)),
-            Some(other) => Some(Command {
-                analysed: Err(Opaque(format!(
-                    "rawInput.command is neither a string nor an argv array: {other}"
-                ))),
-                loose: Vec::new(),
-            }),
+        let script = match raw_input.as_ref().and_then(|r| r.get("command")) {
+            Some(Value::String(script)) => Some(Script::Line(script.clone())),
+            Some(Value::Array(argv)) => Some(Script::Argv(argv.clone())),
+            Some(other) => Some(Script::Unreadable(other.to_string())),
             None if kind.as_deref() == Some("execute")
                 && agent.is_some_and(|a| TITLE_IS_COMMAND_AGENTS.contains(&a)) =>
             {
-                title.as_deref().map(Command::of_script)
+                title.clone().map(Script::Line)
             }
             None => None,
+        };
+        let mut all_paths = Vec::new();
+        let command = script.map(|script| {
+            // Where it runs: the directories the call names, else the session's cwd.
+            let named = paths::workdirs(raw_input.as_ref(), call.get("content"));
+            let workdirs: Vec<Option<PathBuf>> = if named.is_empty() {
+                vec![cwd.map(Path::to_owned)]
+            } else {
+                named
+                    .iter()
+                    .map(|d| d.as_ref().ok().and_then(|d| paths::normalise(d, cwd, home)))
+                    .collect()
+            };
+            call_paths.extend(workdirs.iter().cloned());
+            let command = Command::new(script, &workdirs, home);
+            for analysed in command.analysed.iter().flatten() {
+                all_paths.extend(analysed.paths.iter().map(|(_, p)| p.clone()));
+            }
+            command
+        });
+        all_paths.extend(call_paths.iter().cloned());
+        let env = match raw_input.as_ref().and_then(|r| r.get("env")) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Object(vars)) if vars.values().all(Value::is_string) => {
+                Ok(vars.keys().cloned().collect())
+            }
+            Some(other) => Err(format!("rawInput.env cannot be read: {other}")),
         };
         View {
             kind,
             title,
             raw_input,
-            paths,
+            call_paths,
+            all_paths,
+            unrecognised: raw.unrecognised,
             command,
+            env,
         }
     }
 
@@ -230,8 +287,20 @@ impl Policy {
             reason,
             allow_always: false,
         };
-        if let Some(reason) = self.rm_guard(view, cwd) {
-            return outcome(Decision::Deny, Some("guard:rm-rf".into()), reason);
+        let guards = Guards {
+            home: self.home.as_deref(),
+            policy_files: &self.files,
+        };
+        if let Some(command) = &view.command {
+            let strict = command
+                .analysed
+                .iter()
+                .flatten()
+                .map(|c| c.words.as_slice());
+            let loose = command.loose.iter().map(Vec::as_slice);
+            if let Some(reason) = guards.rm_recursive(strict.chain(loose), cwd) {
+                return outcome(Decision::Deny, Some("guard:rm-rf".into()), reason);
+            }
         }
         let first = |decision: Decision| {
             self.set
@@ -253,7 +322,11 @@ impl Policy {
         if let Some(rule) = first(Decision::Deny) {
             return by_rule(rule);
         }
-        if let Some((guard, reason)) = self.ask_guard(view) {
+        let looks_only = view
+            .kind
+            .as_deref()
+            .is_some_and(|k| LOOKING_KINDS.contains(&k));
+        if !looks_only && let Some((guard, reason)) = guards.ask(&view.all_paths) {
             return outcome(Decision::Ask, Some(guard.into()), reason);
         }
         if let Some(rule) = first(Decision::Ask).or_else(|| first(Decision::Allow)) {
@@ -278,21 +351,6 @@ impl Policy {
         {
             return false;
         }
-        if let Some(patterns) = &rule.paths {
-            let globs = self.globs_for(index, patterns, cwd);
-            let hit = |p: &Option<PathBuf>| {
-                p.as_ref()
-                    .is_some_and(|p| globs.as_ref().is_some_and(|g| g.is_match(p)))
-            };
-            let ok = match rule.decision {
-                // Every path must be inside what the rule allows; no path, no allow.
-                Decision::Allow => !view.paths.is_empty() && view.paths.iter().all(hit),
-                _ => view.paths.iter().any(hit),
-            };
-            if !ok {
-                return false;
-            }
-        }
         for (pointer, matcher) in &rule.input {
             let value = view.raw_input.as_ref().and_then(|r| r.pointer(pointer));
             let ok = match (matcher, value) {
@@ -304,22 +362,29 @@ impl Policy {
                 return false;
             }
         }
-        match (&rule.command, &view.command, rule.decision) {
-            (None, None, _) => true,
-            // A call that carries a shell command is allowed only by a rule that checks it.
-            (None, Some(_), Decision::Allow) => false,
-            (None, Some(_), _) => true,
-            (Some(_), None, _) => false,
-            (Some(prefixes), Some(command), Decision::Allow) => match &command.analysed {
-                Ok(commands) => {
-                    !commands.is_empty()
-                        && commands
-                            .iter()
-                            .all(|c| prefixes.iter().any(|p| starts_with(&c.words, p)))
-                }
-                Err(_) => false,
-            },
-            (Some(prefixes), Some(command), _) => {
+        if rule.decision == Decision::Allow {
+            self.allows(index, rule, view, cwd)
+        } else {
+            self.catches(index, rule, view, cwd)
+        }
+    }
+
+    /// A deny or ask rule: any path, any sub-command (read loosely too) is enough; a glob that
+    /// cannot be built for this session counts as a match (fail closed).
+    fn catches(&self, index: usize, rule: &Rule, view: &View, cwd: Option<&Path>) -> bool {
+        if let Some(patterns) = &rule.paths {
+            let hit = match self.globs_for(Some(index), patterns, cwd, true) {
+                Ok(globs) => view.all_paths.iter().flatten().any(|p| globs.is_match(p)),
+                Err(_) => true,
+            };
+            if !hit {
+                return false;
+            }
+        }
+        match (&rule.command, &view.command) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(prefixes), Some(command)) => {
                 let analysed = command
                     .analysed
                     .iter()
@@ -333,12 +398,93 @@ impl Policy {
         }
     }
 
+    /// An allow rule: every path inside what the rule allows, every sub-command granted with
+    /// its options, arguments, environment and working directory.
+    fn allows(&self, index: usize, rule: &Rule, view: &View, cwd: Option<&Path>) -> bool {
+        // A command rule without `paths` allows only what stays inside the session's cwd.
+        let (key, patterns) = match (&rule.paths, &rule.command) {
+            (Some(patterns), _) => (Some(index), Some(patterns.as_slice())),
+            (None, Some(_)) => (None, Some(self.inside_cwd.as_slice())),
+            (None, None) => (None, None),
+        };
+        let globs = match patterns {
+            Some(patterns) => match self.globs_for(key, patterns, cwd, false) {
+                Ok(globs) => Some(globs),
+                Err(_) => return false,
+            },
+            None => None,
+        };
+        let inside = |p: &Option<PathBuf>| {
+            globs
+                .as_ref()
+                .is_none_or(|g| p.as_ref().is_some_and(|p| g.is_match(p)))
+        };
+        match &globs {
+            // Every path must be inside what the rule allows; no path, no allow.
+            Some(_) if rule.paths.is_some() => {
+                if view.call_paths.is_empty() || !view.call_paths.iter().all(inside) {
+                    return false;
+                }
+            }
+            Some(_) => {
+                if !view.call_paths.iter().all(inside) {
+                    return false;
+                }
+            }
+            // A rule that says nothing of paths never allows what only looks like one, nor a
+            // path that cannot be read.
+            None => {
+                if !view.unrecognised.is_empty() || view.call_paths.iter().any(Option::is_none) {
+                    return false;
+                }
+            }
+        }
+        match (&rule.command, &view.command) {
+            (None, None) => true,
+            // A call that carries a shell command is allowed only by a rule that checks it.
+            (None, Some(_)) | (Some(_), None) => false,
+            (Some(prefixes), Some(command)) => {
+                let Ok(commands) = &command.analysed else {
+                    return false;
+                };
+                let env_ok = |names: &[String]| names.iter().all(|n| rule.env.contains(n));
+                !commands.is_empty()
+                    && view.env.as_ref().is_ok_and(|names| env_ok(names))
+                    && commands.iter().all(|c| {
+                        let granted = if c.implicit {
+                            Some(1)
+                        } else {
+                            prefixes
+                                .iter()
+                                .filter(|p| starts_with(&c.words, p))
+                                .map(Vec::len)
+                                .max()
+                        };
+                        let Some(granted) = granted else {
+                            return false;
+                        };
+                        env_ok(&c.env)
+                            && c.dangers.iter().all(|d| {
+                                d.index < granted
+                                    || d.names
+                                        .split(' ')
+                                        .any(|n| rule.options.iter().any(|o| o == n))
+                            })
+                            && c.paths.iter().all(|(i, p)| *i < granted || inside(p))
+                    })
+            }
+        }
+    }
+
+    /// The glob set of a rule's paths in a session. Values substituted for `${cwd}` and
+    /// `${home}` are escaped; deny and ask rules match without regard to case.
     fn globs_for(
         &self,
-        index: usize,
+        index: Option<usize>,
         patterns: &[String],
         cwd: Option<&Path>,
-    ) -> Option<globset::GlobSet> {
+        case_insensitive: bool,
+    ) -> Result<globset::GlobSet, String> {
         let key = (index, cwd.map(Path::to_owned));
         self.globs
             .borrow_mut()
@@ -346,105 +492,9 @@ impl Policy {
             .or_insert_with(|| {
                 let cwd = cwd.map(|c| c.to_string_lossy().into_owned());
                 let home = self.home.as_ref().map(|h| h.to_string_lossy().into_owned());
-                rules::compile_globs(patterns, cwd.as_deref(), home.as_deref())
-                    .ok()
-                    .flatten()
+                rules::compile_globs(patterns, cwd.as_deref(), home.as_deref(), case_insensitive)
             })
             .clone()
-    }
-
-    /// `rm -r` of something whose loss is not an edit but a disaster.
-    fn rm_guard(&self, view: &View, cwd: Option<&Path>) -> Option<String> {
-        let command = view.command.as_ref()?;
-        let analysed = command
-            .analysed
-            .iter()
-            .flatten()
-            .map(|c| c.words.as_slice());
-        for words in analysed.chain(command.loose.iter().map(Vec::as_slice)) {
-            for (i, word) in words.iter().enumerate() {
-                if word.rsplit('/').next() != Some("rm") {
-                    continue;
-                }
-                let args = &words[i + 1..];
-                let recursive = args.iter().any(|a| {
-                    a == "--recursive"
-                        || (a.starts_with('-')
-                            && !a.starts_with("--")
-                            && (a.contains('r') || a.contains('R')))
-                });
-                if !recursive {
-                    continue;
-                }
-                if let Some(target) = args
-                    .iter()
-                    .find(|a| !a.starts_with('-') && self.is_precious(a, cwd))
-                {
-                    return Some(format!(
-                        "built-in guard: `rm -r {target}` would delete far more than a project file"
-                    ));
-                }
-            }
-        }
-        None
-    }
-
-    fn is_precious(&self, target: &str, cwd: Option<&Path>) -> bool {
-        let bare = target
-            .trim_end_matches('/')
-            .trim_end_matches("/*")
-            .trim_end_matches("/.");
-        if matches!(
-            bare,
-            "" | "~" | "." | ".." | "*" | "$HOME" | "${HOME}" | "/*" | ".*"
-        ) {
-            return true;
-        }
-        let Some(path) = paths::normalise(bare, cwd, self.home.as_deref()) else {
-            return true; // cannot tell where it points: assume the worst
-        };
-        path == Path::new("/")
-            || self.home.as_deref() == Some(&path)
-            || cwd.is_some_and(|c| c.starts_with(&path))
-    }
-
-    /// Changes that always go to the user, whatever the rules say.
-    fn ask_guard(&self, view: &View) -> Option<(&'static str, String)> {
-        if view
-            .kind
-            .as_deref()
-            .is_some_and(|k| LOOKING_KINDS.contains(&k))
-        {
-            return None;
-        }
-        for path in view.paths.iter().flatten() {
-            if path.components().any(|c| c.as_os_str() == ".git") {
-                return Some((
-                    "guard:git-dir",
-                    format!(
-                        "built-in guard: {} is inside a .git directory",
-                        path.display()
-                    ),
-                ));
-            }
-            if self.files.iter().any(|f| f == path) {
-                return Some((
-                    "guard:policy-file",
-                    format!("built-in guard: {} is a policy file in use", path.display()),
-                ));
-            }
-            if path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| SHELL_STARTUP_FILES.contains(&n))
-            {
-                return Some((
-                    "guard:shell-startup",
-                    format!("built-in guard: {} is a shell startup file", path.display()),
-                ));
-            }
-        }
-        None
     }
 
     /// Runs every rule example and `[[test]]` of the loaded files.
@@ -547,29 +597,95 @@ impl Policy {
 }
 
 impl Command {
-    fn of_script(script: &str) -> Command {
+    fn new(script: Script, workdirs: &[Option<PathBuf>], home: Option<&Path>) -> Command {
+        let (analysed, loose) = match script {
+            Script::Line(line) => (shell::analyse(&line), loose_words(&line)),
+            Script::Argv(argv) => {
+                let words: Option<Vec<String>> =
+                    argv.iter().map(|w| w.as_str().map(str::to_owned)).collect();
+                match words {
+                    Some(words) => (shell::analyse_argv(&words), loose_words(&words.join(" "))),
+                    None => (
+                        Err(Opaque(
+                            "rawInput.command holds something other than strings".into(),
+                        )),
+                        Vec::new(),
+                    ),
+                }
+            }
+            Script::Unreadable(what) => (
+                Err(Opaque(format!(
+                    "rawInput.command is neither a string nor an argv array: {what}"
+                ))),
+                Vec::new(),
+            ),
+        };
         Command {
-            analysed: shell::analyse(script),
-            loose: loose_words(script),
+            analysed: analysed.map(|commands| read_commands(commands, workdirs, home)),
+            loose,
         }
     }
+}
 
-    fn of_argv(argv: &[Value]) -> Command {
-        let words: Option<Vec<String>> =
-            argv.iter().map(|w| w.as_str().map(str::to_owned)).collect();
-        match words {
-            Some(words) => Command {
-                analysed: shell::analyse_argv(&words),
-                loose: loose_words(&words.join(" ")),
-            },
-            None => Command {
-                analysed: Err(Opaque(
-                    "rawInput.command holds something other than strings".into(),
-                )),
-                loose: Vec::new(),
-            },
+/// Reads each simple command with the command table, following `cd` through the list: every
+/// directory a command may run in is a candidate, and its relative paths are resolved in each.
+fn read_commands(
+    commands: Vec<shell::SimpleCommand>,
+    workdirs: &[Option<PathBuf>],
+    home: Option<&Path>,
+) -> Vec<Analysed> {
+    let mut dirs: Vec<Option<PathBuf>> = workdirs.to_vec();
+    let mut out = Vec::with_capacity(commands.len());
+    for command in commands {
+        let words = command.words;
+        let env = command.env.into_iter().map(|(name, _)| name).collect();
+        let changes_dir = matches!(words[0].as_str(), "cd" | "pushd" | "popd");
+        let (dangers, raw_paths, implicit) = if words[0] == "cd" {
+            let target = words[1..]
+                .iter()
+                .find(|w| !matches!(w.as_str(), "-L" | "-P" | "-e" | "-@" | "--"));
+            let target = target.cloned().unwrap_or_else(|| "~".to_owned());
+            // `cd` takes one directory; CDPATH and `cd -` cannot be followed.
+            let unknowable = target == "-" || words.len() > 3;
+            let paths = if unknowable {
+                Vec::new()
+            } else {
+                vec![commands::PathArg {
+                    index: 1,
+                    path: target,
+                }]
+            };
+            (Vec::new(), paths, !unknowable)
+        } else {
+            let arguments = commands::analyse(&words);
+            (arguments.dangers, arguments.paths, false)
+        };
+        let mut paths = Vec::new();
+        for arg in &raw_paths {
+            for dir in &dirs {
+                for p in paths::expand_argument(&arg.path, dir.as_deref(), home) {
+                    paths.push((arg.index, p));
+                }
+            }
         }
+        if changes_dir {
+            if implicit && paths.iter().all(|(_, p)| p.is_some()) {
+                dirs.extend(paths.iter().map(|(_, p)| p.clone()));
+            } else {
+                // Where later commands run is no longer known.
+                dirs.push(None);
+                paths.push((1, None));
+            }
+        }
+        out.push(Analysed {
+            words,
+            env,
+            dangers,
+            paths,
+            implicit,
+        });
     }
+    out
 }
 
 /// Every run of words between shell operators, quotes dropped: a reading that never misses a
@@ -584,8 +700,8 @@ fn loose_words(text: &str) -> Vec<Vec<String>> {
     })
     .map(|segment| {
         segment
-            .split(|c: char| c.is_whitespace() || c == '\'' || c == '"')
-            .map(|w| w.replace('\\', ""))
+            .split(char::is_whitespace)
+            .map(|w| w.replace(['\\', '\'', '"'], ""))
             .filter(|w| !w.is_empty())
             .collect::<Vec<_>>()
     })

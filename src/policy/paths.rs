@@ -32,71 +32,308 @@ const PATH_KEYS: &[&str] = &[
 /// How many symlinks one path may go through before it is declared a loop.
 const MAX_SYMLINKS: usize = 40;
 
+/// rawInput keys that hold text, not paths, whatever their value looks like.
+const TEXT_KEYS: &[&str] = &[
+    "command",
+    "description",
+    "content",
+    "old_string",
+    "new_string",
+    "oldText",
+    "newText",
+    "old_str",
+    "new_str",
+    "pattern",
+    "query",
+    "prompt",
+    "url",
+    "title",
+    "text",
+    "reason",
+    "justification",
+    "explanation",
+    "unified_diff",
+    "diff",
+    "patch",
+    "input",
+    "call_id",
+    "turn_id",
+    "process_id",
+    "started_at_ms",
+    "timeout",
+    "run_in_background",
+    "replace_all",
+    "limit",
+    "offset",
+    "glob",
+    "type",
+    "output_mode",
+    "todos",
+    "plan",
+    "parsed_cmd",
+    "proposed_execpolicy_amendment",
+    "available_decisions",
+    "env",
+];
+
+/// Fragments of a key name that say it holds a path (`absolute_path`, `target_file`,
+/// `output_dir`, `file_paths`, ...).
+const PATH_KEY_FRAGMENTS: &[&str] = &[
+    "path", "file", "dir", "folder", "cwd", "target", "dest", "source", "src", "location", "root",
+];
+
+/// rawInput keys that say where a command runs (claude: none; codex: `cwd`; gemini:
+/// `dir_path`, earlier `directory`; others `workdir`, `working_directory`).
+const WORKDIR_KEYS: &[&str] = &[
+    "cwd",
+    "workdir",
+    "working_directory",
+    "dir_path",
+    "directory",
+];
+
+/// Every path a tool call names, as written.
+#[derive(Debug, Default, PartialEq)]
+pub struct RawPaths {
+    pub paths: Vec<String>,
+    /// Keys whose value should be a path but is not a string (or a list of strings).
+    pub unreadable: Vec<String>,
+    /// rawInput keys read as paths by their name's shape or their value's, not by a known name.
+    pub unrecognised: Vec<String>,
+}
+
 /// The raw path strings of a tool call: its locations, the paths of its diffs, and the path-like
-/// fields of its rawInput (see [`PATH_KEYS`]; also `paths` arrays and the keys of a `changes`
-/// map).
+/// fields of its rawInput: the known names ([`PATH_KEYS`]), `paths` arrays, the keys of a
+/// `changes` map, and, so that a new name is never a way around a rule, any other key whose
+/// name looks like a path's ([`PATH_KEY_FRAGMENTS`]) or whose string value is absolute, starts
+/// with `~` or climbs with `..`.
 pub fn tool_call_paths(
     locations: Option<&Value>,
     content: Option<&Value>,
     raw_input: Option<&Value>,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut push = |p: &str| {
-        if !out.iter().any(|known: &String| known == p) {
-            out.push(p.to_owned());
+) -> RawPaths {
+    let mut out = RawPaths::default();
+    let push = |out: &mut RawPaths, p: &str| {
+        if !out.paths.iter().any(|known| known == p) {
+            out.paths.push(p.to_owned());
         }
     };
     for location in locations.and_then(Value::as_array).into_iter().flatten() {
-        if let Some(p) = location.get("path").and_then(Value::as_str) {
-            push(p);
+        match location.get("path") {
+            Some(Value::String(p)) => push(&mut out, p),
+            Some(_) | None => out.unreadable.push("locations[].path".into()),
         }
     }
     for item in content.and_then(Value::as_array).into_iter().flatten() {
-        if item.get("type").and_then(Value::as_str) == Some("diff")
-            && let Some(p) = item.get("path").and_then(Value::as_str)
-        {
-            push(p);
+        if item.get("type").and_then(Value::as_str) == Some("diff") {
+            match item.get("path") {
+                Some(Value::String(p)) => push(&mut out, p),
+                _ => out.unreadable.push("content[].path".into()),
+            }
         }
     }
-    if let Some(input) = raw_input.and_then(Value::as_object) {
-        for key in PATH_KEYS {
-            if let Some(p) = input.get(*key).and_then(Value::as_str) {
-                push(p);
+    let Some(input) = raw_input.and_then(Value::as_object) else {
+        return out;
+    };
+    for (key, value) in input {
+        let known = PATH_KEYS.contains(&key.as_str()) || key == "paths";
+        if key == "changes" {
+            match value {
+                Value::Object(changes) => {
+                    for (p, change) in changes {
+                        push(&mut out, p);
+                        match change.get("move_path") {
+                            Some(Value::String(moved)) => push(&mut out, moved),
+                            None | Some(Value::Null) => {}
+                            Some(_) => out.unreadable.push("changes.move_path".into()),
+                        }
+                    }
+                }
+                Value::Null => {}
+                _ => out.unreadable.push(key.clone()),
             }
+            continue;
         }
-        for p in input
-            .get("paths")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(p) = p.as_str() {
-                push(p);
-            }
+        if TEXT_KEYS.contains(&key.as_str()) {
+            continue;
         }
-        for (p, change) in input
-            .get("changes")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            push(p);
-            if let Some(moved) = change.get("move_path").and_then(Value::as_str) {
-                push(moved);
+        let lower = key.to_ascii_lowercase();
+        let named_like_a_path = PATH_KEY_FRAGMENTS.iter().any(|f| lower.contains(f));
+        let strings: Option<Vec<&str>> = match value {
+            Value::String(s) => Some(vec![s.as_str()]),
+            Value::Array(items) => items.iter().map(Value::as_str).collect(),
+            Value::Null => Some(Vec::new()),
+            _ => None,
+        };
+        match strings {
+            Some(strings) => {
+                let looks_like_a_path =
+                    |s: &str| s.starts_with(['/', '~']) || s.starts_with("..") || s.contains("/..");
+                let take =
+                    known || named_like_a_path || strings.iter().any(|s| looks_like_a_path(s));
+                if !take {
+                    continue;
+                }
+                if !known {
+                    out.unrecognised.push(key.clone());
+                }
+                for s in strings {
+                    push(&mut out, s);
+                }
             }
+            None if known || named_like_a_path => out.unreadable.push(key.clone()),
+            None => {}
         }
     }
     out
 }
 
+/// Where a command says it runs: rawInput's working-directory keys, and gemini-cli's
+/// `[current working directory DIR]` at the start of its content text. `Err(key)` for a value
+/// that is not a string.
+pub fn workdirs(raw_input: Option<&Value>, content: Option<&Value>) -> Vec<Result<String, String>> {
+    let mut out = Vec::new();
+    if let Some(input) = raw_input.and_then(Value::as_object) {
+        for key in WORKDIR_KEYS {
+            match input.get(*key) {
+                Some(Value::String(dir)) => out.push(Ok(dir.clone())),
+                None | Some(Value::Null) => {}
+                Some(_) => out.push(Err((*key).to_owned())),
+            }
+        }
+    }
+    for item in content.and_then(Value::as_array).into_iter().flatten() {
+        let text = item
+            .get("content")
+            .and_then(|c| c.get("text"))
+            .and_then(Value::as_str);
+        if let Some(dir) = text
+            .and_then(|t| t.strip_prefix("[current working directory "))
+            .and_then(|t| t.split_once("]").map(|(dir, _)| dir))
+        {
+            out.push(Ok(dir.to_owned()));
+        }
+    }
+    out
+}
+
+/// Escapes a substituted value (`${cwd}`, `${home}`) for a glob pattern, so that a directory
+/// named `proj[1` or `[WIP] {a,b}` matches itself and nothing else.
+pub fn escape_glob(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '?' | '*' | '[' | ']' | '{' | '}' | ',' => {
+                out.push('[');
+                out.push(c);
+                out.push(']');
+            }
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The paths a command argument can stand for once the shell expands it: `~` forms, and glob
+/// patterns matched against the disk as bash would (a pattern with no match stays as written).
+/// `None` for one that cannot be known (`~user`, `~-`, too many matches).
+pub fn expand_argument(
+    word: &str,
+    cwd: Option<&Path>,
+    home: Option<&Path>,
+) -> Vec<Option<PathBuf>> {
+    let literal = normalise(word, cwd, home);
+    if !word.contains(['*', '?', '[']) {
+        return vec![literal];
+    }
+    let mut out = vec![literal];
+    // Expand component by component, from the root of the path as written.
+    let raw = match (word.starts_with('/'), word.strip_prefix('~')) {
+        (true, _) => PathBuf::from(word),
+        (_, Some(_)) => match normalise(word.split('/').next().unwrap_or("~"), cwd, home) {
+            Some(base) => base.join(word.split_once('/').map(|(_, rest)| rest).unwrap_or("")),
+            None => return vec![None],
+        },
+        _ => match cwd {
+            Some(cwd) => cwd.join(word),
+            None => return vec![None],
+        },
+    };
+    let mut current = vec![PathBuf::from("/")];
+    let mut budget = MAX_GLOB_MATCHES;
+    for component in raw.components() {
+        let Component::Normal(name) = component else {
+            if matches!(component, Component::ParentDir) {
+                current = current.into_iter().map(|p| p.join("..")).collect();
+            }
+            continue;
+        };
+        let name = name.to_string_lossy();
+        if !name.contains(['*', '?', '[']) {
+            current = current.into_iter().map(|p| p.join(&*name)).collect();
+            continue;
+        }
+        let Ok(glob) = globset::GlobBuilder::new(&name)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+        else {
+            current = current.into_iter().map(|p| p.join(&*name)).collect();
+            continue;
+        };
+        let matcher = glob.compile_matcher();
+        let mut next = Vec::new();
+        for dir in &current {
+            let Some(resolved) = normalise(&dir.to_string_lossy(), None, None) else {
+                return vec![None];
+            };
+            let Ok(entries) = std::fs::read_dir(&resolved) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let file_name = entry.file_name();
+                let file_name = file_name.to_string_lossy();
+                // bash: a leading dot is matched only by a pattern that starts with one.
+                if file_name.starts_with('.') && !name.starts_with('.') {
+                    continue;
+                }
+                if matcher.is_match(&*file_name) {
+                    budget = match budget.checked_sub(1) {
+                        Some(b) => b,
+                        None => return vec![None],
+                    };
+                    next.push(dir.join(&*file_name));
+                }
+            }
+        }
+        current = next;
+    }
+    out.extend(
+        current
+            .iter()
+            .map(|p| normalise(&p.to_string_lossy(), None, None)),
+    );
+    out
+}
+
+/// How many files one glob argument may match before it counts as unknowable.
+const MAX_GLOB_MATCHES: usize = 2000;
+
 /// Makes `path` absolute against `cwd` (and `~` against `home`), resolving `.`, `..` and
 /// symlinks. `None` if it cannot be placed: relative with no cwd, or a symlink loop.
 pub fn normalise(path: &str, cwd: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
-    let path = Path::new(path);
-    let absolute = if let Ok(rest) = path.strip_prefix("~") {
-        home?.join(rest)
-    } else if path.is_absolute() {
-        path.to_owned()
+    let absolute = if let Some(rest) = path.strip_prefix('~') {
+        // bash's tilde forms: `~` and `~/x` are home, `~+` the working directory; `~-` (the
+        // previous one) and `~user` cannot be known here.
+        let (prefix, rest) = rest.split_once('/').unwrap_or((rest, ""));
+        match prefix {
+            "" => home?.join(rest),
+            "+" => cwd?.join(rest),
+            _ => return None,
+        }
+    } else if Path::new(path).is_absolute() {
+        PathBuf::from(path)
     } else {
         cwd?.join(path)
     };
@@ -194,9 +431,12 @@ mod tests {
                 &json!({"file_path": "/etc/passwd", "paths": ["/p/c"], "changes": {"/p/d": {"move_path": "/p/e"}}}),
             ),
         );
+        let mut found = paths.paths.clone();
+        found.sort();
         assert_eq!(
-            paths,
-            vec!["/p/a", "/p/b", "/etc/passwd", "/p/c", "/p/d", "/p/e"]
+            found,
+            vec!["/etc/passwd", "/p/a", "/p/b", "/p/c", "/p/d", "/p/e"]
         );
+        assert!(paths.unreadable.is_empty() && paths.unrecognised.is_empty());
     }
 }

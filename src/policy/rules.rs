@@ -94,6 +94,10 @@ pub struct Rule {
     pub input: Vec<(String, InputMatcher)>,
     /// Allowed command prefixes: each a list of words, each word a set of alternatives.
     pub command: Option<Vec<Vec<Vec<String>>>>,
+    /// Options from the command table this allow rule grants anyway (`--output`, `CC=`).
+    pub options: Vec<String>,
+    /// Environment variables a command may be given (`RUST_LOG`), by name.
+    pub env: Vec<String>,
     pub allow_always: bool,
     pub origin: Origin,
 }
@@ -173,6 +177,10 @@ struct RuleSpec {
     #[serde(default)]
     command: Option<Vec<toml::Value>>,
     #[serde(default)]
+    options: Vec<String>,
+    #[serde(default)]
+    env: Vec<String>,
+    #[serde(default)]
     allow_always: bool,
     #[serde(default, rename = "match")]
     matches: Vec<toml::Value>,
@@ -226,7 +234,7 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// Substitutes `${cwd}` and `${home}`; any other `${...}` is an error.
+/// Substitutes `${cwd}` and `${home}`, escaped for a glob; any other `${...}` is an error.
 pub fn expand(
     pattern: &str,
     cwd: Option<&str>,
@@ -249,7 +257,7 @@ pub fn expand(
             }
         };
         match value {
-            Some(v) => out.push_str(v.trim_end_matches('/')),
+            Some(v) => out.push_str(&crate::policy::paths::escape_glob(v.trim_end_matches('/'))),
             None => return Ok(None),
         }
         rest = &rest[start + end + 1..];
@@ -259,11 +267,13 @@ pub fn expand(
 }
 
 /// Builds the matcher for a set of path patterns once `${cwd}` and `${home}` are known.
+/// Deny and ask rules match without regard to case (`.ENV` is `.env` on macOS).
 pub fn compile_globs(
     patterns: &[String],
     cwd: Option<&str>,
     home: Option<&str>,
-) -> Result<Option<globset::GlobSet>, String> {
+    case_insensitive: bool,
+) -> Result<globset::GlobSet, String> {
     let mut builder = globset::GlobSetBuilder::new();
     for pattern in patterns {
         let Some(expanded) = expand(pattern, cwd, home)? else {
@@ -276,16 +286,18 @@ pub fn compile_globs(
             let glob = globset::GlobBuilder::new(glob)
                 .literal_separator(true)
                 .backslash_escape(true)
+                .case_insensitive(case_insensitive)
                 .build()
                 .map_err(|e| format!("invalid glob `{pattern}`: {e}"))?;
             builder.add(glob);
         }
     }
-    builder
-        .build()
-        .map(Some)
-        .map_err(|e| format!("invalid globs: {e}"))
+    builder.build().map_err(|e| format!("invalid globs: {e}"))
 }
+
+/// Directory names a pattern is tried with when it is loaded: every character a glob gives a
+/// meaning to, so a pattern that compiles here compiles in every session.
+const AWKWARD_DIRS: [&str; 2] = ["/c w[d]{a,b}*?!\\", "/h[o{m,e"];
 
 impl PolicySet {
     /// Loads and checks policy files. Examples and tests are parsed here; running them is
@@ -433,7 +445,33 @@ fn compile_rule(rule: &RuleSpec, origin: Origin) -> Result<Rule, String> {
                 ));
             }
         }
-        compile_globs(paths, Some("/cwd"), Some("/home"))?;
+        compile_globs(paths, Some(AWKWARD_DIRS[0]), Some(AWKWARD_DIRS[1]), false)?;
+        compile_globs(paths, Some("/cwd"), Some("/home"), true)?;
+    }
+    if rule.decision != Decision::Allow && (!rule.options.is_empty() || !rule.env.is_empty()) {
+        return Err("`options` and `env` grant what an allow rule would refuse: they only make sense on an allow rule".into());
+    }
+    if (!rule.options.is_empty() || !rule.env.is_empty()) && rule.command.is_none() {
+        return Err("`options` and `env` apply to a rule's `command`: add `command`".into());
+    }
+    for option in &rule.options {
+        if option.is_empty() || option.contains(char::is_whitespace) {
+            return Err(format!(
+                "`options` entry `{option}` must be one option name like \"--output\" or \"-c\""
+            ));
+        }
+    }
+    for name in &rule.env {
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(format!(
+                "`env` entry `{name}` is not a variable name: write names like \"RUST_LOG\""
+            ));
+        }
     }
     let mut input = Vec::new();
     for (pointer, spec) in rule.input.iter().flatten() {
@@ -467,6 +505,8 @@ fn compile_rule(rule: &RuleSpec, origin: Origin) -> Result<Rule, String> {
         paths: rule.paths.clone(),
         input,
         command,
+        options: rule.options.clone(),
+        env: rule.env.clone(),
         allow_always: rule.allow_always,
         origin,
     })
@@ -597,6 +637,10 @@ mod tests {
         assert_eq!(
             expand("${cwd}/**", Some("/p/"), None),
             Ok(Some("/p/**".into()))
+        );
+        assert_eq!(
+            expand("${cwd}/**", Some("/p[1 {a,b}"), None),
+            Ok(Some("/p[[]1 [{]a[,]b[}]/**".into()))
         );
         assert_eq!(expand("${home}/.ssh/*", None, None), Ok(None));
     }

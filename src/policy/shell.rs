@@ -20,8 +20,9 @@
 //! If the answer is `Ok(commands)`, then bash (or a POSIX shell) running the line executes only
 //! commands whose argv is one of `commands` — some may not run at all (`&&`, `||`) and some
 //! run concurrently (`|`, `&`) — and performs no expansion that can run code or substitute
-//! text, no redirection other than the ones above, no assignment, and no change to how later
-//! commands are looked up or parsed. The list is never empty. Everything else is [`Opaque`]:
+//! text, no redirection other than the ones above, no assignment but the `NAME=value` prefixes
+//! of a command (returned in [`SimpleCommand::env`], for the caller to judge), and no change to
+//! how later commands are looked up or parsed. The list is never empty. Everything else is [`Opaque`]:
 //!
 //! - `$` in any form (`$X`, `${X}`, `$(...)`, `$((...))`, `$"..."`), backticks, process
 //!   substitution; also ANSI-C quoting `$'...'`, which is not decoded: bash's escapes (`\x`,
@@ -30,7 +31,7 @@
 //!   command opens would become its stdout), and a `{name}` word (`echo {PATH}>/dev/null`
 //!   assigns a file descriptor number to `PATH`);
 //! - subshells, brace groups, control structures, `[[ ]]`, `(( ))`, functions, `!`, `time`,
-//!   `coproc`; assignments, alone or as a prefix (`LD_PRELOAD=x git status`); brace expansion
+//!   `coproc`; assignments on their own (`X=1`), appends and arrays; brace expansion
 //!   (`{a,b}`, `{1..3}`), which turns one word into several;
 //! - control characters other than tab, newlines inside a word, unterminated quotes, anything
 //!   that fails to parse, and lines with nothing to run;
@@ -76,10 +77,14 @@ use std::fmt;
 
 use brush_parser::ast;
 
-/// One simple command as the shell would run it: its words after quote removal.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One simple command as the shell would run it: its words after quote removal, and the
+/// environment assignments written before it (`RUST_LOG=debug cargo test`), which the shell
+/// passes to that command only.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SimpleCommand {
     pub words: Vec<String>,
+    /// `NAME=value` prefixes, in order, quotes removed.
+    pub env: Vec<(String, String)>,
 }
 
 /// Why a command line cannot be auto-allowed. Display gives a short, user-facing reason
@@ -238,7 +243,7 @@ pub fn analyse_argv(argv: &[String]) -> Result<Vec<SimpleCommand>, Opaque> {
         return Err(opaque("empty command"));
     }
     let mut out = Vec::new();
-    command_words(argv.to_vec(), 0, &mut out)?;
+    command_words(argv.to_vec(), Vec::new(), 0, &mut out)?;
     non_empty(out)
 }
 
@@ -486,11 +491,20 @@ fn simple_command(
     out: &mut Vec<SimpleCommand>,
 ) -> Result<(), Opaque> {
     let prefix = simple.prefix.iter().flat_map(|p| p.0.iter());
+    let mut env = Vec::new();
     for item in prefix {
         match item {
             ast::CommandPrefixOrSuffixItem::IoRedirect(r) => redirect(r)?,
-            ast::CommandPrefixOrSuffixItem::AssignmentWord(..) => {
-                return Err(opaque("variable assignment"));
+            // Before a command, `NAME=value` is that command's environment: the caller holds it
+            // to the rules. Appends (`+=`) and arrays are opaque.
+            ast::CommandPrefixOrSuffixItem::AssignmentWord(_, w) => {
+                let text = unquote_word(&w.value)?;
+                match text.split_once('=') {
+                    Some((name, value)) if is_identifier(name) => {
+                        env.push((name.to_owned(), value.to_owned()))
+                    }
+                    _ => return Err(opaque("variable assignment")),
+                }
             }
             ast::CommandPrefixOrSuffixItem::ProcessSubstitution(..) => {
                 return Err(opaque("process substitution `<(...)` or `>(...)`"));
@@ -503,7 +517,11 @@ fn simple_command(
         }
     }
     let Some(name) = &simple.word_or_name else {
-        return Err(opaque("redirection without a command"));
+        return Err(opaque(if env.is_empty() {
+            "redirection without a command"
+        } else {
+            "variable assignment"
+        }));
     };
     let mut words = vec![unquote_word(&name.value)?];
     let suffix = simple.suffix.iter().flat_map(|s| s.0.iter());
@@ -521,7 +539,7 @@ fn simple_command(
             }
         }
     }
-    command_words(words, depth, out)
+    command_words(words, env, depth, out)
 }
 
 fn redirect(r: &ast::IoRedirect) -> Result<(), Opaque> {
@@ -665,6 +683,7 @@ fn has_brace_expansion(chars: &[(char, bool)]) -> bool {
 /// `sh -c SCRIPT` into the commands of SCRIPT.
 fn command_words(
     words: Vec<String>,
+    env: Vec<(String, String)>,
     depth: usize,
     out: &mut Vec<SimpleCommand>,
 ) -> Result<(), Opaque> {
@@ -672,13 +691,23 @@ fn command_words(
         return Err(opaque("empty command"));
     };
     if let Some(shell) = shell_name(command)? {
-        return unwrap_shell(shell, &words, depth, out);
+        // The environment of `A=1 bash -c '...'` is the environment of every command inside.
+        let start = out.len();
+        unwrap_shell(shell, &words, depth, out)?;
+        for inner in &mut out[start..] {
+            inner.env.splice(0..0, env.iter().cloned());
+        }
+        return Ok(());
     }
-    if words.iter().any(|w| w.chars().any(is_forbidden_control)) {
+    if words
+        .iter()
+        .chain(env.iter().map(|(_, v)| v))
+        .any(|w| w.chars().any(is_forbidden_control))
+    {
         return Err(opaque("control character in a word"));
     }
     check_command_word(&words)?;
-    out.push(SimpleCommand { words });
+    out.push(SimpleCommand { words, env });
     Ok(())
 }
 
@@ -772,6 +801,9 @@ fn check_command_word(words: &[String]) -> Result<(), Opaque> {
         && args.iter().any(|a| a.starts_with('-') && a.contains('v'))
     {
         return Err(Opaque(format!("`{command} -v` assigns a variable")));
+    }
+    if command == "jobs" && args.iter().any(|a| a.starts_with('-') && a.contains('x')) {
+        return Err(opaque("`jobs -x` runs its arguments as a command"));
     }
     if command == "wait" && args.iter().any(|a| a.starts_with('-') && a.contains('p')) {
         return Err(opaque("`wait -p` assigns a variable"));
@@ -926,6 +958,15 @@ fn is_number(s: &str) -> bool {
         && fraction.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// A shell variable name.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// `NAME=`, `NAME+=` or `NAME[...]=` at the start of the command word.
 fn looks_like_assignment(word: &str) -> bool {
     let Some(eq) = word.find('=') else {
@@ -936,11 +977,7 @@ fn looks_like_assignment(word: &str) -> bool {
         Some(open) if name.ends_with(']') => &name[..open],
         _ => name,
     };
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    is_identifier(name)
 }
 
 /// `set` is allowed only with options that make the script stricter or noisier: others
@@ -1047,10 +1084,13 @@ mod tests {
         ("time rm -rf /", "`time`"),
         ("coproc rm -rf /", "`coproc`"),
         // Assignments, alone or as prefixes, and builtins that assign.
-        ("LD_PRELOAD=/tmp/x.so git status", "variable assignment"),
-        ("PATH=/tmp ls", "variable assignment"),
         ("X=1", "variable assignment"),
-        ("x=(a b)", "variable assignment"),
+        ("X=1 >/dev/null", "variable assignment"),
+        ("x=(a b)", "metacharacter"),
+        ("X+=1 ls", "variable assignment"),
+        ("a[1]=x ls", "variable assignment"),
+        ("jobs -x rm -rf x", "`jobs -x`"),
+        ("jobs -lx rm", "`jobs -x`"),
         ("export PATH=/tmp", "`export`"),
         ("read PATH", "`read`"),
         ("printf -v PATH /tmp", "`printf -v`"),
@@ -1244,6 +1284,30 @@ mod tests {
         for (script, expected) in cases {
             assert_eq!(words(script), expect(expected), "{script:?}");
         }
+    }
+
+    #[test]
+    fn environment_prefixes_are_returned_with_their_command() {
+        let commands = analyse("LD_PRELOAD=/tmp/x.so git status && A='b c' B= ls").unwrap();
+        assert_eq!(commands[0].words, argv(&["git", "status"]));
+        assert_eq!(
+            commands[0].env,
+            vec![("LD_PRELOAD".to_owned(), "/tmp/x.so".to_owned())]
+        );
+        assert_eq!(
+            commands[1].env,
+            vec![
+                ("A".to_owned(), "b c".to_owned()),
+                ("B".to_owned(), String::new())
+            ]
+        );
+        // The environment of a shell wrapper reaches every command inside it.
+        let inner = analyse("GIT_DIR=/ bash -c 'git status; ls'").unwrap();
+        assert!(
+            inner
+                .iter()
+                .all(|c| c.env == vec![("GIT_DIR".to_owned(), "/".to_owned())])
+        );
     }
 
     #[test]
@@ -1459,9 +1523,10 @@ mod tests {
             let requoted = commands
                 .iter()
                 .map(|c| {
-                    c.words
+                    c.env
                         .iter()
-                        .map(|w| requote(w))
+                        .map(|(name, value)| format!("{name}={}", requote(value)))
+                        .chain(c.words.iter().map(|w| requote(w)))
                         .collect::<Vec<_>>()
                         .join(" ")
                 })

@@ -1,0 +1,1405 @@
+//! What a command can do with its arguments: one table of per-command knowledge.
+//!
+//! An allow rule's `command` prefix grants a command's read-only, in-project use, not every
+//! argument. [`analyse`] reads one simple command's words with the table below and returns:
+//!
+//! - its **dangers**: options (or subcommands, or arguments) that write files, run programs,
+//!   change configuration or leave the project (`git log --output=F`, `cargo --config ...`,
+//!   `find -exec`, `sed -i`, `make CC=...`). An allow fails on any of them unless the rule
+//!   names it (in its prefix, or in `options`);
+//! - its **path arguments**: every argument that names a file or directory, which the policy
+//!   holds to the rule's `paths`, the deny rules and the guards like a read or edit's paths.
+//!   Unless the table knows better (a grep pattern, a count, a format), an argument is taken
+//!   for a path: a plain word resolves inside the working directory and costs nothing, while
+//!   `/etc/passwd`, `../x`, `~/.ssh` and symlinks out of the project are caught.
+//!
+//! Long options may be abbreviated (git and GNU tools accept any unique prefix): `--out=F`
+//! counts as `--output=F`. Short options may be bundled (`-ni`). `--` ends the options.
+//! Commands that run their arguments as a command (`xargs`, `sudo`, `timeout`, ...) are
+//! dangerous as such. A command the table does not know gets the generic reading: no
+//! dangerous option is known, every argument and every `--opt=value` value is a path.
+//!
+//! docs/policy.md ("The command table") lists the table for users; keep them in step.
+
+use std::fmt;
+
+/// What a dangerous option can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    WritesFiles,
+    RunsPrograms,
+    ChangesConfig,
+    LeavesProject,
+}
+
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Effect::WritesFiles => "writes files",
+            Effect::RunsPrograms => "runs other programs",
+            Effect::ChangesConfig => "changes configuration",
+            Effect::LeavesProject => "reaches outside the project",
+        })
+    }
+}
+
+use Effect::{ChangesConfig, LeavesProject, RunsPrograms, WritesFiles};
+
+/// One dangerous word of a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Danger {
+    /// The word's index in the simple command.
+    pub index: usize,
+    /// The names a rule's `options` may use to grant it (`-o --output`, `exec`, `CC=`).
+    pub names: String,
+    /// The word as written.
+    pub word: String,
+    pub effect: Effect,
+}
+
+/// A path argument: the word's index, and the path as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathArg {
+    pub index: usize,
+    pub path: String,
+}
+
+/// What [`analyse`] found in one simple command.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Arguments {
+    pub dangers: Vec<Danger>,
+    pub paths: Vec<PathArg>,
+}
+
+/// What an option's value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Value {
+    /// A flag: no value.
+    No,
+    /// A value that names no file (a count, a pattern, a format).
+    Word,
+    /// A file or directory.
+    Path,
+    /// A directory the command then works in (`git -C`, `make -C`): a path, and later relative
+    /// paths are also read against it.
+    Chdir,
+}
+
+/// An option: its names (space-separated: `-o --output`), its value, and what it can do.
+type Opt = (&'static str, Value, Option<Effect>);
+
+/// How a command's positional arguments are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Positionals {
+    /// Every positional names a file.
+    Paths,
+    /// The first is a pattern (unless a pattern option was given), the rest are files.
+    PatternThenPaths,
+    /// Text, names, numbers: none is a file (`echo`, `which`).
+    Text,
+}
+
+struct Spec {
+    names: &'static [&'static str],
+    options: &'static [Opt],
+    positionals: Positionals,
+    /// Extra reading for what options cannot express.
+    special: Special,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Special {
+    None,
+    Git,
+    Cargo,
+    Npm,
+    Find,
+    Sed,
+    Awk,
+    Make,
+    Uniq,
+    Python,
+    Node,
+}
+
+/// Commands that run their arguments as a command: whatever follows is hidden from the table.
+pub const WRAPPERS: &[&str] = &[
+    "xargs",
+    "sudo",
+    "doas",
+    "su",
+    "runuser",
+    "pkexec",
+    "timeout",
+    "nice",
+    "nohup",
+    "env",
+    "stdbuf",
+    "setsid",
+    "chroot",
+    "ionice",
+    "taskset",
+    "chrt",
+    "watch",
+    "flock",
+    "strace",
+    "ltrace",
+    "gdb",
+    "valgrind",
+    "script",
+    "unbuffer",
+    "parallel",
+    "busybox",
+    "toybox",
+    "nsenter",
+    "unshare",
+    "firejail",
+    "bwrap",
+    "systemd-run",
+    "npx",
+    "pnpx",
+    "bunx",
+    "uvx",
+    "time",
+];
+
+const TEXT: &[Opt] = &[];
+
+const GIT_GLOBAL: &[Opt] = &[
+    ("-c", Value::Word, Some(ChangesConfig)),
+    ("--config-env", Value::Word, Some(ChangesConfig)),
+    ("-C", Value::Chdir, None),
+    ("--git-dir", Value::Path, Some(ChangesConfig)),
+    ("--work-tree", Value::Path, Some(ChangesConfig)),
+    ("--exec-path", Value::No, Some(RunsPrograms)),
+    ("--namespace", Value::Word, None),
+    ("--super-prefix", Value::Word, None),
+    ("--attr-source", Value::Word, None),
+    ("--list-cmds", Value::Word, None),
+];
+
+/// Options any git subcommand may have that write, run or leave.
+const GIT_ANY: &[Opt] = &[
+    ("--output", Value::Path, Some(WritesFiles)),
+    ("--ext-diff", Value::No, Some(RunsPrograms)),
+    ("--no-index", Value::No, Some(LeavesProject)),
+    ("--upload-pack", Value::Word, Some(RunsPrograms)),
+    ("--receive-pack", Value::Word, Some(RunsPrograms)),
+    ("--exec", Value::Word, Some(RunsPrograms)),
+    ("--template", Value::Path, Some(RunsPrograms)),
+    ("--separate-git-dir", Value::Path, Some(ChangesConfig)),
+    ("--open-files-in-pager", Value::No, Some(RunsPrograms)),
+    ("--orderfile", Value::Path, None),
+    ("--contents", Value::Path, None),
+    ("--ignore-revs-file", Value::Path, None),
+    ("--exclude-from", Value::Path, None),
+    ("--format", Value::Word, None),
+    ("--pretty", Value::Word, None),
+    ("--author", Value::Word, None),
+    ("--committer", Value::Word, None),
+    ("--grep", Value::Word, None),
+    ("--since", Value::Word, None),
+    ("--until", Value::Word, None),
+    ("--after", Value::Word, None),
+    ("--before", Value::Word, None),
+    ("--date", Value::Word, None),
+    ("--max-count", Value::Word, None),
+    ("--skip", Value::Word, None),
+    ("--message", Value::Word, None),
+];
+
+/// Short options per git subcommand (short letters mean different things in each).
+const GIT_SUBCOMMANDS: &[(&[&str], &[Opt])] = &[
+    (
+        &[
+            "log",
+            "show",
+            "diff",
+            "whatchanged",
+            "diff-tree",
+            "diff-files",
+            "diff-index",
+            "range-diff",
+            "shortlog",
+        ],
+        &[
+            ("-O", Value::Path, None),
+            ("-n", Value::Word, None),
+            ("-S", Value::Word, None),
+            ("-G", Value::Word, None),
+            ("-L", Value::Word, None),
+        ],
+    ),
+    (
+        &["format-patch"],
+        &[("-o --output-directory", Value::Path, Some(WritesFiles))],
+    ),
+    (
+        &["grep"],
+        &[
+            ("-O", Value::No, Some(RunsPrograms)),
+            ("-e", Value::Word, None),
+            ("-f", Value::Path, None),
+            ("-m --max-count", Value::Word, None),
+            ("-A -B -C", Value::Word, None),
+        ],
+    ),
+    (
+        &["branch"],
+        &[
+            ("-d -D --delete", Value::No, Some(WritesFiles)),
+            ("-m -M --move", Value::No, Some(WritesFiles)),
+            ("-c -C --copy", Value::No, Some(WritesFiles)),
+            ("-f --force", Value::No, Some(WritesFiles)),
+            ("-u --set-upstream-to", Value::Word, Some(WritesFiles)),
+            ("--unset-upstream", Value::No, Some(WritesFiles)),
+            ("--edit-description", Value::No, Some(WritesFiles)),
+            (
+                "--contains --no-contains --merged --no-merged --points-at --sort",
+                Value::Word,
+                None,
+            ),
+        ],
+    ),
+    (
+        &["blame"],
+        &[("-S", Value::Path, None), ("-L", Value::Word, None)],
+    ),
+    (
+        &["ls-files"],
+        &[("-X", Value::Path, None), ("-x", Value::Word, None)],
+    ),
+    (
+        &["archive"],
+        &[
+            ("-o", Value::Path, Some(WritesFiles)),
+            ("--remote", Value::Word, None),
+        ],
+    ),
+    (
+        &["clone"],
+        &[
+            ("-c --config", Value::Word, Some(ChangesConfig)),
+            ("-u", Value::Word, Some(RunsPrograms)),
+        ],
+    ),
+    (&["ls-remote"], &[("-u", Value::Word, Some(RunsPrograms))]),
+    (&["rebase"], &[("-x", Value::Word, Some(RunsPrograms))]),
+    (
+        &["commit"],
+        &[("-m", Value::Word, None), ("-F --file", Value::Path, None)],
+    ),
+];
+
+/// git subcommands that run other programs or change configuration whatever their options.
+const GIT_DANGEROUS_SUBCOMMANDS: &[(&str, Effect)] = &[
+    ("difftool", RunsPrograms),
+    ("mergetool", RunsPrograms),
+    ("filter-branch", RunsPrograms),
+    ("filter-repo", RunsPrograms),
+    ("instaweb", RunsPrograms),
+    ("daemon", RunsPrograms),
+    ("web--browse", RunsPrograms),
+    ("help", RunsPrograms),
+    ("credential", LeavesProject),
+    ("credential-store", LeavesProject),
+    ("credential-cache", LeavesProject),
+    ("remote-ext", RunsPrograms),
+];
+
+/// `git config` forms that only read.
+const GIT_CONFIG_READS: &[&str] = &[
+    "--get",
+    "--get-all",
+    "--get-regexp",
+    "--get-urlmatch",
+    "--list",
+    "-l",
+    "get",
+    "list",
+];
+
+const CARGO: &[Opt] = &[
+    ("--config", Value::Word, Some(RunsPrograms)),
+    ("-Z", Value::Word, Some(ChangesConfig)),
+    ("--manifest-path", Value::Path, None),
+    ("--target-dir", Value::Path, None),
+    ("--artifact-dir --out-dir", Value::Path, None),
+    ("--lockfile-path", Value::Path, None),
+    ("-C", Value::Chdir, None),
+    ("-p --package --exclude", Value::Word, None),
+    ("--bin --example --test --bench", Value::Word, None),
+    (
+        "-F --features --target --profile -j --jobs",
+        Value::Word,
+        None,
+    ),
+    ("--message-format --color", Value::Word, None),
+];
+
+const CARGO_DANGEROUS_SUBCOMMANDS: &[&str] = &[
+    "install",
+    "uninstall",
+    "publish",
+    "login",
+    "logout",
+    "owner",
+    "yank",
+];
+
+const NPM: &[Opt] = &[
+    ("--prefix -C --dir --cwd", Value::Chdir, None),
+    ("-g --global", Value::No, Some(LeavesProject)),
+    ("--location", Value::Word, Some(LeavesProject)),
+    (
+        "--userconfig --globalconfig",
+        Value::Path,
+        Some(ChangesConfig),
+    ),
+    ("--script-shell", Value::Word, Some(RunsPrograms)),
+    ("--node-options", Value::Word, Some(RunsPrograms)),
+    ("--cache", Value::Path, None),
+    ("-w --workspace --filter", Value::Word, None),
+];
+
+const NPM_DANGEROUS_SUBCOMMANDS: &[(&str, Effect)] = &[
+    ("exec", RunsPrograms),
+    ("x", RunsPrograms),
+    ("dlx", RunsPrograms),
+    ("explore", RunsPrograms),
+    ("create", RunsPrograms),
+    ("init", RunsPrograms),
+    ("edit", RunsPrograms),
+    ("publish", LeavesProject),
+    ("unpublish", LeavesProject),
+    ("adduser", LeavesProject),
+    ("login", LeavesProject),
+    ("logout", LeavesProject),
+    ("owner", LeavesProject),
+    ("token", LeavesProject),
+    ("deprecate", LeavesProject),
+    ("config", ChangesConfig),
+    ("set", ChangesConfig),
+];
+
+const TABLE: &[Spec] = &[
+    Spec {
+        names: &["git"],
+        options: GIT_GLOBAL,
+        positionals: Positionals::Paths,
+        special: Special::Git,
+    },
+    Spec {
+        names: &["cargo"],
+        options: CARGO,
+        positionals: Positionals::Paths,
+        special: Special::Cargo,
+    },
+    Spec {
+        names: &["npm", "pnpm", "yarn"],
+        options: NPM,
+        positionals: Positionals::Paths,
+        special: Special::Npm,
+    },
+    Spec {
+        names: &["find"],
+        options: &[],
+        positionals: Positionals::Paths,
+        special: Special::Find,
+    },
+    Spec {
+        names: &["rg"],
+        options: &[
+            ("--pre", Value::Word, Some(RunsPrograms)),
+            ("--pre-glob", Value::Word, Some(RunsPrograms)),
+            ("-z --search-zip", Value::No, Some(RunsPrograms)),
+            ("--hostname-bin", Value::Word, Some(RunsPrograms)),
+            ("-L --follow", Value::No, Some(LeavesProject)),
+            ("-e --regexp", Value::Word, None),
+            ("-f --file --ignore-file", Value::Path, None),
+            (
+                "-g --glob --iglob -t --type -T --type-not --type-add",
+                Value::Word,
+                None,
+            ),
+            (
+                "-m --max-count -A -B -C --context -j --threads -M --max-columns",
+                Value::Word,
+                None,
+            ),
+            (
+                "-d --max-depth --sort --sortr -E --encoding -r --replace",
+                Value::Word,
+                None,
+            ),
+            (
+                "--colors --color --path-separator --max-filesize",
+                Value::Word,
+                None,
+            ),
+        ],
+        positionals: Positionals::PatternThenPaths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["grep", "egrep", "fgrep"],
+        options: &[
+            ("-R --dereference-recursive", Value::No, Some(LeavesProject)),
+            ("-e --regexp", Value::Word, None),
+            ("-f --file --exclude-from", Value::Path, None),
+            ("-m --max-count -A -B -C --context", Value::Word, None),
+            (
+                "--include --exclude --exclude-dir --label --color --colour",
+                Value::Word,
+                None,
+            ),
+            (
+                "-d --directories -D --devices --binary-files",
+                Value::Word,
+                None,
+            ),
+        ],
+        positionals: Positionals::PatternThenPaths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["sed", "gsed"],
+        options: &[
+            ("-i --in-place", Value::No, Some(WritesFiles)),
+            ("-f --file", Value::Path, Some(RunsPrograms)),
+            ("-e --expression", Value::Word, None),
+            ("-l --line-length", Value::Word, None),
+        ],
+        positionals: Positionals::PatternThenPaths,
+        special: Special::Sed,
+    },
+    Spec {
+        names: &["awk", "gawk", "mawk", "nawk"],
+        options: &[
+            ("-f --file", Value::Path, Some(RunsPrograms)),
+            (
+                "-i --include -l --load -E --exec",
+                Value::Word,
+                Some(RunsPrograms),
+            ),
+            ("-v --assign -F --field-separator", Value::Word, None),
+        ],
+        positionals: Positionals::PatternThenPaths,
+        special: Special::Awk,
+    },
+    Spec {
+        names: &["sort"],
+        options: &[
+            ("-o --output", Value::Path, Some(WritesFiles)),
+            ("--compress-program", Value::Word, Some(RunsPrograms)),
+            (
+                "-T --temporary-directory --files0-from --random-source",
+                Value::Path,
+                None,
+            ),
+            (
+                "-k --key -t --field-separator -S --buffer-size --parallel --batch-size",
+                Value::Word,
+                None,
+            ),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["uniq"],
+        options: &[(
+            "-f --skip-fields -s --skip-chars -w --check-chars",
+            Value::Word,
+            None,
+        )],
+        positionals: Positionals::Paths,
+        special: Special::Uniq,
+    },
+    Spec {
+        names: &["head", "tail"],
+        options: &[
+            ("-n --lines -c --bytes", Value::Word, None),
+            ("--pid -s --sleep-interval", Value::Word, None),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["wc"],
+        options: &[("--files0-from", Value::Path, None)],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["du"],
+        options: &[
+            ("--files0-from -X --exclude-from", Value::Path, None),
+            (
+                "--exclude -d --max-depth -B --block-size -t --threshold --time-style",
+                Value::Word,
+                None,
+            ),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["ls"],
+        options: &[(
+            "-I --ignore --hide -w --width -T --tabsize --format --time-style --sort --block-size --indicator-style --quoting-style --time",
+            Value::Word,
+            None,
+        )],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["stat"],
+        options: &[("-c --format --printf", Value::Word, None)],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["file"],
+        options: &[
+            ("-m --magic-file -f --files-from", Value::Path, None),
+            (
+                "-F --separator -e --exclude -P --parameter",
+                Value::Word,
+                None,
+            ),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["tree"],
+        options: &[
+            ("-o", Value::Path, Some(WritesFiles)),
+            (
+                "-I -P -L --filelimit --timefmt --charset -H",
+                Value::Word,
+                None,
+            ),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["diff"],
+        options: &[
+            ("--from-file --to-file -X --exclude-from", Value::Path, None),
+            (
+                "-x --exclude -I --ignore-matching-lines -U --unified -C --context --label -F",
+                Value::Word,
+                None,
+            ),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &[
+            "cat",
+            "tac",
+            "nl",
+            "cmp",
+            "realpath",
+            "readlink",
+            "md5sum",
+            "sha256sum",
+            "sha1sum",
+        ],
+        options: &[],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &[
+            "echo", "printf", "pwd", "true", "false", "which", "type", "whoami", "uname",
+            "basename", "dirname", "id", "hostname", "jobs", ":",
+        ],
+        options: TEXT,
+        positionals: Positionals::Text,
+        special: Special::None,
+    },
+    Spec {
+        names: &["date"],
+        options: &[
+            ("-s --set", Value::Word, Some(ChangesConfig)),
+            ("-f --file -r --reference", Value::Path, None),
+            ("-d --date", Value::Word, None),
+        ],
+        positionals: Positionals::Text,
+        special: Special::None,
+    },
+    Spec {
+        names: &["make", "gmake"],
+        options: &[
+            ("-E --eval", Value::Word, Some(RunsPrograms)),
+            ("-f --file --makefile -I --include-dir", Value::Path, None),
+            ("-C --directory", Value::Chdir, None),
+            (
+                "-o --old-file --assume-old -W --what-if --new-file --assume-new",
+                Value::Path,
+                None,
+            ),
+            ("-l --load-average --jobserver-auth", Value::Word, None),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::Make,
+    },
+    Spec {
+        names: &["python", "python3", "python2", "pypy", "pypy3"],
+        options: &[
+            ("-c", Value::Word, Some(RunsPrograms)),
+            ("-m", Value::Word, None),
+            ("-W -X -Q", Value::Word, None),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::Python,
+    },
+    Spec {
+        names: &["node", "deno", "bun"],
+        options: &[
+            ("-e --eval -p --print", Value::Word, Some(RunsPrograms)),
+            (
+                "-r --require --import --loader --experimental-loader",
+                Value::Path,
+                None,
+            ),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::Node,
+    },
+    Spec {
+        names: &["pytest", "py.test"],
+        options: &[
+            ("-o --override-ini", Value::Word, Some(ChangesConfig)),
+            ("-p", Value::Word, Some(RunsPrograms)),
+            ("--pdbcls", Value::Word, Some(RunsPrograms)),
+            (
+                "-c --config-file --rootdir --basetemp --confcutdir --junitxml --junit-xml",
+                Value::Path,
+                None,
+            ),
+            ("-k -m -W --maxfail --tb", Value::Word, None),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["go"],
+        options: &[
+            ("-exec -toolexec", Value::Word, Some(RunsPrograms)),
+            ("-o -modfile -overlay -pgo", Value::Path, None),
+            ("-C", Value::Chdir, None),
+            ("-run -bench -count -timeout -tags -p", Value::Word, None),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["tar"],
+        options: &[
+            (
+                "-I --use-compress-program --to-command --checkpoint-action",
+                Value::Word,
+                Some(RunsPrograms),
+            ),
+            (
+                "-F --info-script --new-volume-script --rsh-command",
+                Value::Word,
+                Some(RunsPrograms),
+            ),
+            (
+                "-f --file -T --files-from -X --exclude-from",
+                Value::Path,
+                None,
+            ),
+            ("-C --directory", Value::Chdir, None),
+            ("--exclude", Value::Word, None),
+        ],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["rsync"],
+        options: &[("-e --rsh --rsync-path", Value::Word, Some(RunsPrograms))],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+    Spec {
+        names: &["zip"],
+        options: &[("-TT --unzip-command", Value::Word, Some(RunsPrograms))],
+        positionals: Positionals::Paths,
+        special: Special::None,
+    },
+];
+
+/// The table entry for a command word (by its base name: the policy compares the word itself).
+fn spec_of(command: &str) -> Option<&'static Spec> {
+    let base = command.rsplit('/').next().unwrap_or(command);
+    TABLE.iter().find(|s| s.names.contains(&base))
+}
+
+/// Whether the table knows the command (for documentation and tests).
+pub fn is_known(command: &str) -> bool {
+    spec_of(command).is_some() || WRAPPERS.contains(&command.rsplit('/').next().unwrap_or(command))
+}
+
+/// Reads one simple command's words (the command word first).
+pub fn analyse(words: &[String]) -> Arguments {
+    let mut out = Arguments::default();
+    let Some(command) = words.first() else {
+        return out;
+    };
+    let base = command.rsplit('/').next().unwrap_or(command);
+    if WRAPPERS.contains(&base) {
+        if words.len() > 1 {
+            out.dangers.push(Danger {
+                index: 1,
+                names: base.to_owned(),
+                word: words[1..].join(" "),
+                effect: RunsPrograms,
+            });
+        }
+        return out;
+    }
+    let Some(spec) = spec_of(command) else {
+        Reader::new(words, &[], Positionals::Paths).read(1, &mut out);
+        return out;
+    };
+    match spec.special {
+        Special::Git => git(words, &mut out),
+        Special::Cargo => with_subcommand(words, spec.options, &mut out, |sub, index, out| {
+            if CARGO_DANGEROUS_SUBCOMMANDS.contains(&sub) {
+                out.dangers.push(danger(index, sub, sub, LeavesProject));
+            }
+        }),
+        Special::Npm => with_subcommand(words, spec.options, &mut out, |sub, index, out| {
+            if let Some((_, effect)) = NPM_DANGEROUS_SUBCOMMANDS.iter().find(|(s, _)| *s == sub) {
+                out.dangers.push(danger(index, sub, sub, *effect));
+            }
+        }),
+        Special::Find => find(words, &mut out),
+        _ => {
+            let mut reader = Reader::new(words, spec.options, spec.positionals);
+            if spec.special == Special::Python || spec.special == Special::Node {
+                // Options end at the script (or `-m module`): what follows is the script's.
+                reader.stop_at_first_positional = true;
+            }
+            reader.read(1, &mut out);
+            let positionals = reader.positionals.clone();
+            match spec.special {
+                Special::Sed => sed_scripts(&reader, &positionals, &mut out),
+                Special::Awk => awk_program(&reader, &positionals, &mut out),
+                Special::Make => {
+                    for &index in &positionals {
+                        let word = &words[index];
+                        if let Some((name, _)) = word.split_once('=') {
+                            // `make CC='sh -c ...'`: a variable override can run anything.
+                            out.paths.retain(|p| p.index != index);
+                            out.dangers.push(danger(
+                                index,
+                                &format!("{name}="),
+                                word,
+                                RunsPrograms,
+                            ));
+                        }
+                    }
+                }
+                Special::Uniq => {
+                    if let Some(&index) = positionals.get(1) {
+                        out.dangers
+                            .push(danger(index, "uniq OUTPUT", &words[index], WritesFiles));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn danger(index: usize, names: &str, word: &str, effect: Effect) -> Danger {
+    Danger {
+        index,
+        names: names.to_owned(),
+        word: word.to_owned(),
+        effect,
+    }
+}
+
+/// Reads options and positionals from a start index, with a set of known options.
+struct Reader<'a> {
+    words: &'a [String],
+    options: Vec<&'a [Opt]>,
+    positionals_kind: Positionals,
+    /// Indexes of the positionals read.
+    positionals: Vec<usize>,
+    /// A pattern was given by an option (`-e`), so no positional is the pattern.
+    pattern_given: bool,
+    /// Values of pattern and script options (`-e SCRIPT`), for sed and awk.
+    scripts: Vec<(usize, String)>,
+    /// Directories given by `-C`-like options, which later relative paths are also read in.
+    chdirs: Vec<String>,
+    stop_at_first_positional: bool,
+    /// Stop at the first positional and return its index (git and cargo's subcommand).
+    subcommand_mode: bool,
+}
+
+impl<'a> Reader<'a> {
+    fn new(words: &'a [String], options: &'a [Opt], positionals: Positionals) -> Reader<'a> {
+        Reader {
+            words,
+            options: vec![options],
+            positionals_kind: positionals,
+            positionals: Vec::new(),
+            pattern_given: false,
+            scripts: Vec::new(),
+            chdirs: Vec::new(),
+            stop_at_first_positional: false,
+            subcommand_mode: false,
+        }
+    }
+
+    /// Reads from `start`; returns the index where it stopped (the subcommand, in subcommand
+    /// mode), or the number of words.
+    fn read(&mut self, start: usize, out: &mut Arguments) -> usize {
+        let words = self.words;
+        let mut i = start;
+        let mut options_ended = false;
+        while i < words.len() {
+            let word = words[i].as_str();
+            if options_ended || word == "-" || !word.starts_with('-') {
+                if self.subcommand_mode && !options_ended {
+                    return i;
+                }
+                self.positional(i, out);
+                if self.stop_at_first_positional {
+                    options_ended = true;
+                }
+                i += 1;
+                continue;
+            }
+            if word == "--" {
+                options_ended = true;
+                i += 1;
+                continue;
+            }
+            i = if let Some(long) = word.strip_prefix("--") {
+                self.long_option(i, long, out)
+            } else {
+                self.short_options(i, &word[1..], out)
+            };
+        }
+        words.len()
+    }
+
+    fn positional(&mut self, index: usize, out: &mut Arguments) {
+        let first_unconsumed = self.positionals.is_empty();
+        self.positionals.push(index);
+        match self.positionals_kind {
+            Positionals::Text => {}
+            Positionals::PatternThenPaths if first_unconsumed && !self.pattern_given => {
+                self.scripts.push((index, self.words[index].clone()));
+            }
+            _ => self.path(index, &self.words[index].clone(), out),
+        }
+    }
+
+    fn path(&self, index: usize, path: &str, out: &mut Arguments) {
+        out.paths.push(PathArg {
+            index,
+            path: path.to_owned(),
+        });
+        // After `-C dir`, a relative path is read in dir as well.
+        if !path.starts_with(['/', '~']) {
+            for dir in &self.chdirs {
+                out.paths.push(PathArg {
+                    index,
+                    path: format!("{dir}/{path}"),
+                });
+            }
+        }
+    }
+
+    fn value(&mut self, index: usize, option: &Opt, value: &str, out: &mut Arguments) {
+        match option.1 {
+            Value::No => {}
+            Value::Word => {
+                if is_pattern_option(option.0) {
+                    self.pattern_given = true;
+                    self.scripts.push((index, value.to_owned()));
+                }
+            }
+            Value::Path => {
+                if is_pattern_option(option.0) {
+                    self.pattern_given = true;
+                }
+                self.path(index, value, out)
+            }
+            Value::Chdir => {
+                self.path(index, value, out);
+                self.chdirs.push(value.to_owned());
+            }
+        }
+    }
+
+    fn long_option(&mut self, index: usize, long: &str, out: &mut Arguments) -> usize {
+        let words = self.words;
+        let (name, inline) = match long.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (long, None),
+        };
+        let candidates = self.long_candidates(name);
+        let dangerous = candidates.iter().find(|o| o.2.is_some());
+        if let Some(option) = dangerous {
+            out.dangers
+                .push(danger(index, option.0, &words[index], option.2.unwrap()));
+        }
+        // The value: inline, or the next word if the option takes one.
+        let takes_value = candidates.iter().any(|o| o.1 != Value::No);
+        let option = candidates
+            .iter()
+            .find(|o| o.1 != Value::No)
+            .or(candidates.first())
+            .copied();
+        match (inline, option) {
+            (Some(v), Some(o)) if o.1 != Value::No => {
+                self.value(index, o, v, out);
+                index + 1
+            }
+            // Unknown option or a flag given a value: the value may name a file.
+            (Some(v), _) => {
+                if self.positionals_kind != Positionals::Text {
+                    self.path(index, v, out);
+                }
+                index + 1
+            }
+            (None, Some(o)) if takes_value && index + 1 < words.len() => {
+                self.value(index + 1, o, &words[index + 1].clone(), out);
+                index + 2
+            }
+            _ => index + 1,
+        }
+    }
+
+    /// The known long options `--name` may stand for: the exact one, or all it abbreviates.
+    fn long_candidates(&self, name: &str) -> Vec<&'a Opt> {
+        let all = || {
+            self.options
+                .iter()
+                .flat_map(|set| set.iter())
+                .filter(move |o| o.0.split(' ').any(|n| n.starts_with("--")))
+        };
+        let exact: Vec<&Opt> = all()
+            .filter(|o| o.0.split(' ').any(|n| n.strip_prefix("--") == Some(name)))
+            .collect();
+        if !exact.is_empty() || name.is_empty() {
+            return exact;
+        }
+        all()
+            .filter(|o| {
+                o.0.split(' ')
+                    .any(|n| n.strip_prefix("--").is_some_and(|n| n.starts_with(name)))
+            })
+            .collect()
+    }
+
+    fn short_options(&mut self, index: usize, letters: &str, out: &mut Arguments) -> usize {
+        let words = self.words;
+        // Options written with one dash and a long name (`-exec`, `-toolexec`): whole word.
+        if let Some(option) = self
+            .short_option(&format!("-{letters}"))
+            .filter(|_| letters.len() > 1)
+        {
+            if let Some(effect) = option.2 {
+                out.dangers
+                    .push(danger(index, option.0, &words[index], effect));
+            }
+            if option.1 != Value::No && index + 1 < words.len() {
+                self.value(index + 1, option, &words[index + 1].clone(), out);
+                return index + 2;
+            }
+            return index + 1;
+        }
+        if let Some((name, value)) = letters.split_once('=')
+            && let Some(option) = self.short_option(&format!("-{name}"))
+        {
+            if let Some(effect) = option.2 {
+                out.dangers
+                    .push(danger(index, option.0, &words[index], effect));
+            }
+            self.value(index, option, value, out);
+            return index + 1;
+        }
+        for (at, letter) in letters.char_indices() {
+            let Some(option) = self.short_option(&format!("-{letter}")) else {
+                continue;
+            };
+            if let Some(effect) = option.2 {
+                out.dangers
+                    .push(danger(index, option.0, &words[index], effect));
+            }
+            if option.1 != Value::No {
+                let rest = &letters[at + letter.len_utf8()..];
+                if !rest.is_empty() {
+                    self.value(index, option, rest, out);
+                    return index + 1;
+                }
+                if index + 1 < words.len() {
+                    self.value(index + 1, option, &words[index + 1].clone(), out);
+                    return index + 2;
+                }
+                return index + 1;
+            }
+        }
+        index + 1
+    }
+
+    fn short_option(&self, name: &str) -> Option<&'a Opt> {
+        self.options
+            .iter()
+            .flat_map(|set| set.iter())
+            .find(|o| o.0.split(' ').any(|n| n == name))
+    }
+}
+
+fn is_pattern_option(names: &str) -> bool {
+    names
+        .split(' ')
+        .any(|n| matches!(n, "-e" | "--regexp" | "-f" | "--file" | "--expression"))
+}
+
+/// Commands with a subcommand (cargo, npm): global options, the subcommand, its arguments.
+fn with_subcommand(
+    words: &[String],
+    options: &'static [Opt],
+    out: &mut Arguments,
+    check: impl Fn(&str, usize, &mut Arguments),
+) {
+    let mut reader = Reader::new(words, options, Positionals::Paths);
+    reader.subcommand_mode = true;
+    let at = reader.read(1, out);
+    if at >= words.len() {
+        return;
+    }
+    check(&words[at], at, out);
+    reader.subcommand_mode = false;
+    reader.read(at + 1, out);
+}
+
+fn git(words: &[String], out: &mut Arguments) {
+    let mut reader = Reader::new(words, GIT_GLOBAL, Positionals::Paths);
+    reader.subcommand_mode = true;
+    let at = reader.read(1, out);
+    let Some(sub) = words.get(at) else {
+        return;
+    };
+    let sub = sub.as_str();
+    if let Some((_, effect)) = GIT_DANGEROUS_SUBCOMMANDS.iter().find(|(s, _)| *s == sub) {
+        out.dangers.push(danger(at, sub, sub, *effect));
+    }
+    let rest = &words[at + 1..];
+    match sub {
+        "config" if !rest.iter().any(|w| GIT_CONFIG_READS.contains(&w.as_str())) => {
+            out.dangers.push(danger(at, "config", sub, ChangesConfig));
+        }
+        "submodule" if rest.iter().any(|w| w == "foreach") => {
+            out.dangers
+                .push(danger(at, "submodule foreach", sub, RunsPrograms));
+        }
+        "bisect" if rest.iter().any(|w| w == "run") => {
+            out.dangers
+                .push(danger(at, "bisect run", sub, RunsPrograms));
+        }
+        _ => {}
+    }
+    reader.subcommand_mode = false;
+    reader.options = vec![GIT_ANY];
+    if let Some((_, options)) = GIT_SUBCOMMANDS
+        .iter()
+        .find(|(names, _)| names.contains(&sub))
+    {
+        reader.options.push(options);
+    }
+    if sub == "grep" {
+        reader.positionals_kind = Positionals::PatternThenPaths;
+    }
+    reader.read(at + 1, out);
+}
+
+/// find: starting points are paths; the expression's actions may run, write or delete.
+fn find(words: &[String], out: &mut Arguments) {
+    const RUNS: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
+    const WRITES: &[&str] = &["-fprint", "-fprint0", "-fprintf", "-fls"];
+    const PATH_VALUED: &[&str] = &["-newer", "-anewer", "-cnewer", "-samefile", "-files0-from"];
+    let mut i = 1;
+    // Options before the starting points.
+    while let Some(word) = words.get(i) {
+        match word.as_str() {
+            "-H" | "-P" => i += 1,
+            "-L" | "-follow" => {
+                out.dangers
+                    .push(danger(i, "-L -follow", word, LeavesProject));
+                i += 1;
+            }
+            "-D" => i += 2,
+            w if w.starts_with("-O") => i += 1,
+            _ => break,
+        }
+    }
+    while let Some(word) = words.get(i) {
+        if word.starts_with('-') || word == "(" || word == "!" || word == ")" {
+            break;
+        }
+        out.paths.push(PathArg {
+            index: i,
+            path: word.clone(),
+        });
+        i += 1;
+    }
+    while let Some(word) = words.get(i) {
+        let w = word.as_str();
+        if RUNS.contains(&w) {
+            out.dangers.push(danger(i, w, w, RunsPrograms));
+        } else if w == "-delete" {
+            out.dangers.push(danger(i, w, w, WritesFiles));
+        } else if w == "-follow" {
+            out.dangers.push(danger(i, "-L -follow", w, LeavesProject));
+        } else if WRITES.contains(&w) {
+            out.dangers.push(danger(i, w, w, WritesFiles));
+            if let Some(file) = words.get(i + 1) {
+                out.paths.push(PathArg {
+                    index: i + 1,
+                    path: file.clone(),
+                });
+            }
+        } else if PATH_VALUED.contains(&w)
+            && let Some(file) = words.get(i + 1)
+        {
+            out.paths.push(PathArg {
+                index: i + 1,
+                path: file.clone(),
+            });
+        }
+        i += 1;
+    }
+}
+
+/// sed: only printing and substitution without the `e` and `w` flags; anything else (`w`,
+/// `e`, `r`, `R`, `W` commands, unknown syntax) may write files or run programs.
+fn sed_scripts(reader: &Reader, positionals: &[usize], out: &mut Arguments) {
+    for (index, script) in &reader.scripts {
+        if !sed_script_is_safe(script) {
+            out.dangers
+                .push(danger(*index, "sed SCRIPT", script, RunsPrograms));
+        }
+    }
+    let _ = positionals;
+}
+
+fn sed_script_is_safe(script: &str) -> bool {
+    let chars: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    let skip_blank = |i: &mut usize| {
+        while *i < chars.len() && (chars[*i] == ' ' || chars[*i] == '\t') {
+            *i += 1;
+        }
+    };
+    loop {
+        skip_blank(&mut i);
+        // Address: N, $, or N,M.
+        let address = |i: &mut usize| {
+            let start = *i;
+            while *i < chars.len() && chars[*i].is_ascii_digit() {
+                *i += 1;
+            }
+            if *i == start && chars.get(*i) == Some(&'$') {
+                *i += 1;
+            }
+        };
+        address(&mut i);
+        if chars.get(i) == Some(&',') {
+            i += 1;
+            address(&mut i);
+        }
+        skip_blank(&mut i);
+        match chars.get(i) {
+            Some('p' | 'd' | '=' | 'q') => i += 1,
+            Some('s') | Some('y') => {
+                let command = chars[i];
+                i += 1;
+                let Some(&delimiter) = chars.get(i) else {
+                    return false;
+                };
+                if delimiter == '\\' || delimiter == '\n' || delimiter.is_alphanumeric() {
+                    return false;
+                }
+                i += 1;
+                for _ in 0..2 {
+                    loop {
+                        match chars.get(i) {
+                            None | Some('\n') => return false,
+                            Some('\\') => i += 2,
+                            Some(&c) if c == delimiter => {
+                                i += 1;
+                                break;
+                            }
+                            _ => i += 1,
+                        }
+                    }
+                }
+                if command == 's' {
+                    while let Some(c) = chars.get(i) {
+                        if matches!(c, 'g' | 'I' | 'i' | 'p' | 'm' | 'M') || c.is_ascii_digit() {
+                            i += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                }
+            }
+            _ => return false,
+        }
+        skip_blank(&mut i);
+        match chars.get(i) {
+            None => return true,
+            Some(';' | '\n') => i += 1,
+            _ => return false,
+        }
+    }
+}
+
+/// awk: a program that can run commands (`system`, pipes) or write files (`>`) is dangerous.
+fn awk_program(reader: &Reader, _positionals: &[usize], out: &mut Arguments) {
+    for (index, program) in &reader.scripts {
+        if [
+            "system", "|", ">", "getline", "ENVIRON", "PROCINFO", "@load", "@include",
+        ]
+        .iter()
+        .any(|p| program.contains(p))
+        {
+            out.dangers
+                .push(danger(*index, "awk PROGRAM", program, RunsPrograms));
+        }
+    }
+}
+
+/// Every command the table knows, for the documentation test.
+pub fn known_commands() -> Vec<&'static str> {
+    TABLE
+        .iter()
+        .flat_map(|s| s.names.iter().copied())
+        .chain(WRAPPERS.iter().copied())
+        .collect()
+}
+
+/// Every dangerous option of a command, as the table lists it (for the property test and docs).
+pub fn dangerous_options(command: &str) -> Vec<(&'static str, Effect)> {
+    let Some(spec) = spec_of(command) else {
+        return Vec::new();
+    };
+    let mut sets: Vec<&[Opt]> = vec![spec.options];
+    if spec.special == Special::Git {
+        sets.push(GIT_ANY);
+    }
+    sets.iter()
+        .flat_map(|set| set.iter())
+        .filter_map(|o| o.2.map(|e| (o.0, e)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        line.split(' ').map(str::to_owned).collect()
+    }
+
+    fn dangers(line: &str) -> Vec<String> {
+        analyse(&words(line))
+            .dangers
+            .into_iter()
+            .map(|d| d.names)
+            .collect()
+    }
+
+    fn paths(line: &str) -> Vec<String> {
+        analyse(&words(line))
+            .paths
+            .into_iter()
+            .map(|p| p.path)
+            .collect()
+    }
+
+    #[test]
+    fn git_options_that_write_run_or_leave() {
+        assert_eq!(dangers("git log --output=/tmp/x"), ["--output"]);
+        assert_eq!(dangers("git log --out=/tmp/x"), ["--output"]);
+        assert_eq!(dangers("git diff --no-index a b"), ["--no-index"]);
+        assert_eq!(dangers("git diff --no-i a b"), ["--no-index"]);
+        assert_eq!(dangers("git -c core.fsmonitor=x status"), ["-c"]);
+        assert_eq!(dangers("git -ccore.pager=x log"), ["-c"]);
+        assert_eq!(dangers("git grep -O foo"), ["-O"]);
+        assert_eq!(dangers("git grep -Ovim foo"), ["-O"]);
+        assert_eq!(dangers("git config core.pager x"), ["config"]);
+        assert!(dangers("git config --get user.name").is_empty());
+        assert_eq!(dangers("git branch -D main"), ["-d -D --delete"]);
+        assert!(dangers("git log -p -3 --stat").is_empty());
+        assert!(dangers("git diff --no-ext-diff").is_empty());
+        assert!(dangers("git status --short").is_empty());
+        assert_eq!(paths("git log --output=/tmp/x"), ["/tmp/x"]);
+        assert_eq!(paths("git -C sub log a"), ["sub", "a", "sub/a"]);
+        assert_eq!(paths("git grep needle src"), ["src"]);
+        assert_eq!(paths("git log -n 5 -- src"), ["src"]);
+    }
+
+    #[test]
+    fn cargo_find_sed_and_friends() {
+        assert_eq!(dangers("cargo test --config build.rustc=x"), ["--config"]);
+        assert_eq!(dangers("cargo -Zunstable-options test"), ["-Z"]);
+        assert_eq!(dangers("cargo install ripgrep"), ["install"]);
+        assert!(dangers("cargo test -p foo -- --nocapture").is_empty());
+        assert_eq!(
+            paths("cargo test --manifest-path /x/Cargo.toml"),
+            ["/x/Cargo.toml"]
+        );
+        assert_eq!(paths("cargo test -p foo"), Vec::<String>::new());
+        assert_eq!(dangers("find . -name x -exec rm {} ;"), ["-exec"]);
+        assert_eq!(dangers("find . -delete"), ["-delete"]);
+        assert_eq!(dangers("find -L ."), ["-L -follow"]);
+        assert_eq!(paths("find src /etc -name *.rs"), ["src", "/etc"]);
+        assert_eq!(dangers("sed -i s/a/b/ f"), ["-i --in-place"]);
+        assert_eq!(dangers("sed -ni 1p f"), ["-i --in-place"]);
+        assert!(dangers("sed -n 1,20p src/main.rs").is_empty());
+        assert!(dangers("sed s/a/b/g;s|c|d|2 f").is_empty());
+        assert_eq!(dangers("sed s/a/b/e f"), ["sed SCRIPT"]);
+        assert_eq!(dangers("sed s/a/b/w/tmp/x f"), ["sed SCRIPT"]);
+        assert_eq!(dangers("sed 1e f"), ["sed SCRIPT"]);
+        assert_eq!(dangers("sed -e 1p -e w/tmp/x f"), ["sed SCRIPT"]);
+        assert_eq!(paths("sed -n 1p src/main.rs"), ["src/main.rs"]);
+        assert_eq!(dangers("sort -o out in"), ["-o --output"]);
+        assert_eq!(dangers("sort --out=out in"), ["-o --output"]);
+        assert_eq!(dangers("uniq in out"), ["uniq OUTPUT"]);
+        assert_eq!(dangers("make CC=x all"), ["CC="]);
+        assert_eq!(dangers("python -c x"), ["-c"]);
+        assert!(dangers("python script.py -c x").is_empty());
+        assert_eq!(dangers("rg --pre cat x"), ["--pre"]);
+        assert_eq!(paths("rg TODO src"), ["src"]);
+        assert_eq!(paths("rg -e TODO src"), ["src"]);
+        assert_eq!(paths("grep -rn /etc/passwd src"), ["src"]);
+        assert_eq!(dangers("xargs rm"), ["xargs"]);
+        assert_eq!(dangers("npm exec evil"), ["exec"]);
+        assert_eq!(dangers("npm --global i evil"), ["-g --global"]);
+        assert_eq!(paths("cat /etc/passwd a"), ["/etc/passwd", "a"]);
+        assert_eq!(paths("unknown --out=/x -o /y"), ["/x", "/y"]);
+        assert!(paths("echo /etc/passwd").is_empty());
+        assert_eq!(paths("head -n 20 README.md"), ["README.md"]);
+        assert_eq!(paths("head -20 README.md"), ["README.md"]);
+    }
+}
