@@ -5,6 +5,7 @@ mod faults;
 mod inspect;
 mod lifecycle;
 mod policy;
+mod policy_corpora;
 mod policy_corpus;
 mod redaction;
 mod replay;

@@ -515,18 +515,50 @@ fn options_are_chosen_by_kind_in_real_option_sets() {
 }
 
 #[test]
-fn the_documented_example_policies_pass_their_own_tests() {
-    for name in ["read-only.toml", "project.toml"] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("docs/policies")
-            .join(name);
-        let policy = Policy::load_unchecked(std::slice::from_ref(&path)).unwrap();
+fn the_documented_example_policies_pass_their_own_tests_alone_and_together() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policies");
+    let read_only = dir.join("read-only.toml");
+    let project = dir.join("project.toml");
+    for files in [
+        vec![read_only.clone()],
+        vec![project.clone()],
+        vec![read_only.clone(), project.clone()],
+        vec![project, read_only],
+    ] {
+        let policy = Policy::load_unchecked(&files).unwrap();
         let failed: Vec<_> = policy
             .self_check()
             .into_iter()
             .filter(|c| !c.passed)
             .collect();
-        assert!(failed.is_empty(), "{name}: {failed:#?}");
-        assert!(Policy::load(&[path]).is_ok());
+        assert!(failed.is_empty(), "{files:?}: {failed:#?}");
+        assert!(Policy::load(&files).is_ok());
     }
+}
+
+/// Every complete policy in docs/policy.md (a ```toml block with `version = 1`) loads and
+/// passes its own examples and tests: the reference must not teach a policy that fails.
+#[test]
+fn the_policies_in_the_reference_load_and_pass() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policy.md"))
+            .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for (n, block) in text.split("```toml\n").skip(1).enumerate() {
+        let block = block.split("```").next().unwrap();
+        if !block.contains("version = 1") {
+            continue;
+        }
+        let path = dir.path().join(format!("block-{n}.toml"));
+        std::fs::write(&path, block).unwrap();
+        if let Err(e) = Policy::load(&[path]) {
+            panic!("docs/policy.md toml block {n} fails: {e}\n{block}");
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 3,
+        "only {checked} policies found in docs/policy.md"
+    );
 }
