@@ -13,7 +13,8 @@
 //! - [`proxy`]: framing, forwarding, the agent's lifecycle, the policy tap. The only module on the
 //!   data path.
 //! - [`protocol`]: sans-IO understanding of ACP: message kinds, tool-call state, correlation.
-//! - [`policy`]: sans-IO decisions on permission requests: rules, paths, shell commands.
+//! - [`policy`]: sans-IO decisions on permission requests: rules, paths, shell commands, the
+//!   command table (what a command's options and arguments can do), the built-in guards.
 //! - [`record`]: the recorder thread, redaction, the schema's writes, the read-side queries,
 //!   transcripts and traces.
 //! - [`replay`]: a recording played as the agent or as the client, and the divergence report.

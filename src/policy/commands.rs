@@ -1298,18 +1298,35 @@ pub fn known_commands() -> Vec<&'static str> {
         .collect()
 }
 
-/// Every dangerous option of a command, as the table lists it (for the property test and docs).
-pub fn dangerous_options(command: &str) -> Vec<(&'static str, Effect)> {
+/// A dangerous option as the table lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableOption {
+    /// Its names, space-separated (`-o --output`).
+    pub names: &'static str,
+    pub effect: Effect,
+    /// Written before the subcommand (git's own options), not after it.
+    pub before_subcommand: bool,
+}
+
+/// Every dangerous option of a command, as the table lists it (for the property test).
+pub fn dangerous_options(command: &str) -> Vec<TableOption> {
     let Some(spec) = spec_of(command) else {
         return Vec::new();
     };
-    let mut sets: Vec<&[Opt]> = vec![spec.options];
-    if spec.special == Special::Git {
-        sets.push(GIT_ANY);
+    let is_git = spec.special == Special::Git;
+    let mut sets: Vec<(&[Opt], bool)> = vec![(spec.options, is_git)];
+    if is_git {
+        sets.push((GIT_ANY, false));
     }
     sets.iter()
-        .flat_map(|set| set.iter())
-        .filter_map(|o| o.2.map(|e| (o.0, e)))
+        .flat_map(|(set, before)| set.iter().map(move |o| (o, *before)))
+        .filter_map(|(o, before_subcommand)| {
+            o.2.map(|effect| TableOption {
+                names: o.0,
+                effect,
+                before_subcommand,
+            })
+        })
         .collect()
 }
 

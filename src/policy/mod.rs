@@ -7,11 +7,10 @@
 //! # Precedence
 //!
 //! 1. Not about a tool call (mode switch, elicitation): ask.
-//! 2. Built-in deny guard: `rm` with a recursive flag aimed at `/`, `~`, `.`, `..`, `*`, `$HOME`,
-//!    the session's cwd or one of its parents.
+//! 2. Built-in deny guard `guard:rm-rf` (`guards.rs`).
 //! 3. Deny rules (the first that matches).
-//! 4. Built-in ask guards: changes under a `.git` directory, to a policy file in use, or to a shell
-//!    startup file (`.bashrc`, `.zshrc`, `.profile`, ...).
+//! 4. Built-in ask guards (`guards.rs`): `.git` and repository-shaped directories, policy files,
+//!    startup files; for every kind but those that only look.
 //! 5. Ask rules, then allow rules, then the default.
 //! 6. An allow needs an `allow_once` option (or `allow_always`, when the rule opts in), a deny a
 //!    `reject_once`; when the request does not offer it, the request goes to the user.
@@ -23,7 +22,11 @@
 //! carries one, analysed (`shell.rs`): `rawInput.command` as a string (claude-agent-acp) or an
 //! argv array (codex-acp). gemini-cli sends no rawInput for shell calls and puts the command in the
 //! title; for that agent only (as identified in `initialize`), the title of an `execute` call
-//! stands for its command.
+//! stands for its command. Each sub-command is then read with the command table
+//! (`commands.rs`): its dangerous options and its path arguments, resolved in every directory it
+//! may run in (the call's working directory, then `cd`). An allow rule with `command` grants a
+//! sub-command only without dangers it does not name, with every path inside its `paths` (or
+//! `${cwd}`), and with no environment variable it does not list.
 
 pub mod commands;
 pub mod guards;

@@ -230,3 +230,154 @@ fn benign_corpus_is_allowed() {
         "the benign corpus has {count} requests; it needs at least 60"
     );
 }
+
+/// A policy that allows every command the table knows, by its name alone.
+fn allow_every_known_command(scratch: &Scratch) -> Policy {
+    let prefixes: Vec<String> = acptap::policy::commands::known_commands()
+        .iter()
+        .map(|c| format!("[{c:?}]"))
+        .collect();
+    let path = scratch.home.join("every-command.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "version = 1\n[[rule]]\nid = \"every\"\ndecision = \"allow\"\nkind = \"execute\"\ncommand = [{}]\n",
+            prefixes.join(", ")
+        ),
+    )
+    .unwrap();
+    Policy::load_with_home(&[path], &scratch.home).unwrap()
+}
+
+/// The ways one table option can be written on a command line.
+fn spellings(name: &str) -> Vec<Vec<String>> {
+    let v = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    match name.strip_prefix("--") {
+        Some(long) => {
+            let mut out = vec![v(&[name]), vec![format!("{name}=x")], v(&[name, "x"])];
+            // Abbreviations, as git and GNU getopt accept them.
+            if long.len() > 3 {
+                out.push(vec![format!("--{}", &long[..long.len() - 1])]);
+                out.push(vec![format!("--{}=x", &long[..3])]);
+            }
+            out
+        }
+        None if name.len() == 2 => vec![v(&[name]), vec![format!("{name}x")], v(&[name, "x"])],
+        None => vec![v(&[name]), v(&[name, "x"])],
+    }
+}
+
+mod property {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Words that are harmless anywhere: flags no table entry knows, and paths inside.
+    const BENIGN: &[&str] = &["src", "README.md", "-v", "--stat", "1", "a.txt", "-q", "."];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// For random argument lists of an allowed command, an option from the command's
+        /// dangerous table, in any of its spellings and anywhere among the options, never
+        /// yields allow.
+        #[test]
+        fn a_dangerous_option_never_yields_allow(
+            command in 0usize..1000,
+            option in 0usize..1000,
+            spelling in 0usize..100,
+            before in proptest::collection::vec(0usize..BENIGN.len(), 0..4),
+            after in proptest::collection::vec(0usize..BENIGN.len(), 0..4),
+            as_argv in any::<bool>(),
+        ) {
+            thread_local! {
+                static SCRATCH: (Scratch, Policy) = {
+                    let scratch = Scratch::new();
+                    let policy = allow_every_known_command(&scratch);
+                    (scratch, policy)
+                };
+            }
+            let commands: Vec<&str> = acptap::policy::commands::known_commands()
+                .into_iter()
+                .filter(|c| !acptap::policy::commands::dangerous_options(c).is_empty())
+                .collect();
+            let name = commands[command % commands.len()];
+            let dangerous = acptap::policy::commands::dangerous_options(name);
+            let table_option = dangerous[option % dangerous.len()];
+            let names: Vec<&str> = table_option.names.split(' ').collect();
+            let option_name = names[option % names.len()];
+            let all = spellings(option_name);
+            let written = &all[spelling % all.len()];
+            // git's own options go before the subcommand, the others after one.
+            let is_global = table_option.before_subcommand;
+            let mut words: Vec<String> = vec![name.to_owned()];
+            if name == "git" && !is_global {
+                words.push("log".into());
+            }
+            // Options of python and node end at the first positional: keep flags before.
+            let flags_only = |list: &[usize]| -> Vec<String> {
+                list.iter()
+                    .map(|&i| BENIGN[i])
+                    .filter(|w| w.starts_with('-') && *w != "-v")
+                    .map(str::to_owned)
+                    .collect()
+            };
+            words.extend(flags_only(&before));
+            words.extend(written.iter().cloned());
+            if name == "git" && is_global {
+                words.push("status".into());
+            }
+            words.extend(after.iter().map(|&i| BENIGN[i].to_owned()));
+            let command_value = if as_argv {
+                json!(words)
+            } else {
+                json!(words.join(" "))
+            };
+            SCRATCH.with(|(scratch, policy)| {
+                let verdict = policy.decide(
+                    &json!({
+                        "sessionId": "s",
+                        "toolCall": {"toolCallId": "t", "kind": "execute", "rawInput": {"command": command_value}},
+                        "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}],
+                    }),
+                    None,
+                    Context { cwd: Some(&scratch.project), agent: None },
+                );
+                prop_assert_ne!(verdict.decision, Decision::Allow, "{:?} was allowed: {}", words, verdict.reason);
+                Ok(())
+            })?;
+        }
+    }
+
+    /// The control: the same commands without the dangerous option are allowed, so the
+    /// property above fails for the right reason.
+    #[test]
+    fn the_same_commands_without_the_option_are_allowed() {
+        let scratch = Scratch::new();
+        let policy = allow_every_known_command(&scratch);
+        for line in [
+            "git log --stat src",
+            "git status",
+            "cargo test -q",
+            "find src -name x",
+            "sort README.md",
+            "rg -q x src",
+            "sed -n 1p README.md",
+            "python3 hello.py",
+            "make all",
+            "tar -tf a.tar",
+        ] {
+            let verdict = policy.decide(
+                &json!({"sessionId": "s", "toolCall": {"toolCallId": "t", "kind": "execute", "rawInput": {"command": line}},
+                    "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}]}),
+                None,
+                Context { cwd: Some(&scratch.project), agent: None },
+            );
+            assert_eq!(
+                verdict.decision,
+                Decision::Allow,
+                "{line}: {}",
+                verdict.reason
+            );
+        }
+    }
+}
