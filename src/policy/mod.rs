@@ -335,18 +335,22 @@ impl Policy {
         if let Some(rule) = first(Decision::Ask).or_else(|| first(Decision::Allow)) {
             return by_rule(rule);
         }
-        outcome(
-            self.set.default,
-            None,
-            format!("no rule matches: the default is {}", self.set.default),
-        )
+        // Say which allow rule came closest, and what held it back.
+        let near_miss = self.set.rules.iter().enumerate().find_map(|(i, r)| {
+            (r.decision == Decision::Allow && self.matches_fields(r, view))
+                .then(|| self.allows(i, r, view, cwd).err().flatten())
+                .flatten()
+        });
+        let mut reason = format!("no rule matches: the default is {}", self.set.default);
+        if let Some(near_miss) = near_miss {
+            reason.push_str(&format!(" ({near_miss})"));
+        }
+        outcome(self.set.default, None, reason)
     }
 
     /// Whether one rule's conditions all hold for the tool call.
     fn matches(&self, index: usize, rule: &Rule, view: &View, cwd: Option<&Path>) -> bool {
-        if let Some(kinds) = &rule.kinds
-            && !view.kind.as_ref().is_some_and(|k| kinds.contains(k))
-        {
+        if !self.matches_fields(rule, view) {
             return false;
         }
         if let Some(title) = &rule.title
@@ -354,22 +358,26 @@ impl Policy {
         {
             return false;
         }
-        for (pointer, matcher) in &rule.input {
-            let value = view.raw_input.as_ref().and_then(|r| r.pointer(pointer));
-            let ok = match (matcher, value) {
-                (InputMatcher::Equals(expected), Some(v)) => v == expected,
-                (InputMatcher::Regex(re), Some(Value::String(s))) => re.is_match(s),
-                _ => false,
-            };
-            if !ok {
-                return false;
-            }
-        }
         if rule.decision == Decision::Allow {
-            self.allows(index, rule, view, cwd)
+            self.allows(index, rule, view, cwd).is_ok()
         } else {
             self.catches(index, rule, view, cwd)
         }
+    }
+
+    /// The conditions on the call's own fields: kind and input.
+    fn matches_fields(&self, rule: &Rule, view: &View) -> bool {
+        rule.kinds
+            .as_ref()
+            .is_none_or(|kinds| view.kind.as_ref().is_some_and(|k| kinds.contains(k)))
+            && rule.input.iter().all(|(pointer, matcher)| {
+                let value = view.raw_input.as_ref().and_then(|r| r.pointer(pointer));
+                match (matcher, value) {
+                    (InputMatcher::Equals(expected), Some(v)) => v == expected,
+                    (InputMatcher::Regex(re), Some(Value::String(s))) => re.is_match(s),
+                    _ => false,
+                }
+            })
     }
 
     /// A deny or ask rule: any path, any sub-command (read loosely too) is enough; a glob that
@@ -402,8 +410,16 @@ impl Policy {
     }
 
     /// An allow rule: every path inside what the rule allows, every sub-command granted with
-    /// its options, arguments, environment and working directory.
-    fn allows(&self, index: usize, rule: &Rule, view: &View, cwd: Option<&Path>) -> bool {
+    /// its options, arguments, environment and working directory. `Err(Some(why))` when the
+    /// rule's command prefixes match but the command table or its bounds refuse: the reason is
+    /// shown with the decision, so a user sees which rule almost allowed it.
+    fn allows(
+        &self,
+        index: usize,
+        rule: &Rule,
+        view: &View,
+        cwd: Option<&Path>,
+    ) -> Result<(), Option<String>> {
         // A command rule without `paths` allows only what stays inside the session's cwd.
         let (key, patterns) = match (&rule.paths, &rule.command) {
             (Some(patterns), _) => (Some(index), Some(patterns.as_slice())),
@@ -411,10 +427,7 @@ impl Policy {
             (None, None) => (None, None),
         };
         let globs = match patterns {
-            Some(patterns) => match self.globs_for(key, patterns, cwd, false) {
-                Ok(globs) => Some(globs),
-                Err(_) => return false,
-            },
+            Some(patterns) => Some(self.globs_for(key, patterns, cwd, false).map_err(Some)?),
             None => None,
         };
         let inside = |p: &Option<PathBuf>| {
@@ -422,61 +435,100 @@ impl Policy {
                 .as_ref()
                 .is_none_or(|g| p.as_ref().is_some_and(|p| g.is_match(p)))
         };
+        let bounds = if rule.paths.is_some() {
+            "the rule's `paths`"
+        } else {
+            "the session's cwd"
+        };
+        let outside = |p: &Option<PathBuf>| match p {
+            Some(p) => format!("{} is outside {bounds}", p.display()),
+            None => "a path or working directory that cannot be known".to_owned(),
+        };
+        // Checks that only matter once the rule's command prefixes match.
+        let mut refusal: Option<String> = None;
         match &globs {
             // Every path must be inside what the rule allows; no path, no allow.
-            Some(_) if rule.paths.is_some() => {
-                if view.call_paths.is_empty() || !view.call_paths.iter().all(inside) {
-                    return false;
-                }
-            }
+            Some(_) if rule.paths.is_some() && view.call_paths.is_empty() => return Err(None),
             Some(_) => {
-                if !view.call_paths.iter().all(inside) {
-                    return false;
+                if let Some(p) = view.call_paths.iter().find(|p| !inside(p)) {
+                    if rule.command.is_none() {
+                        return Err(None);
+                    }
+                    refusal = Some(outside(p));
                 }
             }
             // A rule that says nothing of paths never allows what only looks like one, nor a
             // path that cannot be read.
             None => {
                 if !view.unrecognised.is_empty() || view.call_paths.iter().any(Option::is_none) {
-                    return false;
+                    return Err(None);
                 }
             }
         }
-        match (&rule.command, &view.command) {
-            (None, None) => true,
+        let (prefixes, command) = match (&rule.command, &view.command) {
+            (None, None) => return Ok(()),
             // A call that carries a shell command is allowed only by a rule that checks it.
-            (None, Some(_)) | (Some(_), None) => false,
-            (Some(prefixes), Some(command)) => {
-                let Ok(commands) = &command.analysed else {
-                    return false;
-                };
-                let env_ok = |names: &[String]| names.iter().all(|n| rule.env.contains(n));
-                !commands.is_empty()
-                    && view.env.as_ref().is_ok_and(|names| env_ok(names))
-                    && commands.iter().all(|c| {
-                        let granted = if c.implicit {
-                            Some(1)
-                        } else {
-                            prefixes
-                                .iter()
-                                .filter(|p| starts_with(&c.words, p))
-                                .map(Vec::len)
-                                .max()
-                        };
-                        let Some(granted) = granted else {
-                            return false;
-                        };
-                        env_ok(&c.env)
-                            && c.dangers.iter().all(|d| {
-                                d.index < granted
-                                    || d.names
-                                        .split(' ')
-                                        .any(|n| rule.options.iter().any(|o| o == n))
-                            })
-                            && c.paths.iter().all(|(i, p)| *i < granted || inside(p))
-                    })
+            (None, Some(_)) | (Some(_), None) => return Err(None),
+            (Some(prefixes), Some(command)) => (prefixes, command),
+        };
+        let Ok(commands) = &command.analysed else {
+            return Err(None);
+        };
+        let mut granted = Vec::with_capacity(commands.len());
+        for c in commands {
+            let length = if c.implicit {
+                Some(1)
+            } else {
+                prefixes
+                    .iter()
+                    .filter(|p| starts_with(&c.words, p))
+                    .map(Vec::len)
+                    .max()
+            };
+            // A sub-command no prefix names: this rule is not about this call.
+            granted.push(length.ok_or(None)?);
+        }
+        if commands.is_empty() {
+            return Err(None);
+        }
+        let refuse =
+            |why: String| Err(Some(format!("rule `{}` would allow it but {why}", rule.id)));
+        if let Some(why) = refusal {
+            return refuse(why);
+        }
+        match &view.env {
+            Err(why) => return refuse(why.clone()),
+            Ok(names) => {
+                if let Some(name) = names.iter().find(|n| !rule.env.contains(n)) {
+                    return refuse(format!(
+                        "rawInput.env sets `{name}`, which its `env` does not list"
+                    ));
+                }
             }
         }
+        for (c, &granted) in commands.iter().zip(&granted) {
+            if let Some(name) = c.env.iter().find(|n| !rule.env.contains(n)) {
+                return refuse(format!("`{name}=...` is not in its `env`"));
+            }
+            let named = |d: &&Danger| {
+                d.names
+                    .split(' ')
+                    .any(|n| rule.options.iter().any(|o| o == n))
+            };
+            if let Some(d) = c.dangers.iter().find(|d| d.index >= granted && !named(d)) {
+                return refuse(format!(
+                    "`{}` in `{}` {} (grant it with `options = [\"{}\"]`)",
+                    d.word,
+                    c.words[0],
+                    d.effect,
+                    d.names.split(' ').next_back().unwrap_or_default()
+                ));
+            }
+            if let Some((_, p)) = c.paths.iter().find(|(i, p)| *i >= granted && !inside(p)) {
+                return refuse(format!("`{}`: {}", c.words.join(" "), outside(p)));
+            }
+        }
+        Ok(())
     }
 
     /// The glob set of a rule's paths in a session. Values substituted for `${cwd}` and
