@@ -262,6 +262,9 @@ pub fn expand_argument(
     };
     let mut current = vec![PathBuf::from("/")];
     let mut budget = MAX_GLOB_MATCHES;
+    // Directory entries looked at: a decision is on the proxy's data path, so a pattern like
+    // `/*/*/*/*` must not walk the disk.
+    let mut scanned = 0usize;
     for component in raw.components() {
         let Component::Normal(name) = component else {
             if matches!(component, Component::ParentDir) {
@@ -292,6 +295,10 @@ pub fn expand_argument(
                 continue;
             };
             for entry in entries.flatten() {
+                scanned += 1;
+                if scanned > MAX_GLOB_SCANNED {
+                    return vec![None];
+                }
                 let file_name = entry.file_name();
                 let file_name = file_name.to_string_lossy();
                 // bash: a leading dot is matched only by a pattern that starts with one.
@@ -319,6 +326,10 @@ pub fn expand_argument(
 
 /// How many files one glob argument may match before it counts as unknowable.
 const MAX_GLOB_MATCHES: usize = 2000;
+
+/// How many directory entries expanding one glob argument may read before it counts as
+/// unknowable.
+const MAX_GLOB_SCANNED: usize = 20_000;
 
 /// Makes `path` absolute against `cwd` (and `~` against `home`), resolving `.`, `..` and
 /// symlinks. `None` if it cannot be placed: relative with no cwd, or a symlink loop.
@@ -418,6 +429,48 @@ mod tests {
         );
         std::os::unix::fs::symlink(project.join("loop"), project.join("loop")).unwrap();
         assert_eq!(normalise("loop/x", Some(&project), None), None);
+    }
+
+    #[test]
+    fn tilde_forms_and_globs_expand_as_bash_would() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let project = home.join("project");
+        std::fs::create_dir_all(project.join("src")).unwrap();
+        std::fs::write(project.join("src/a.rs"), "").unwrap();
+        std::fs::write(project.join(".hidden"), "").unwrap();
+        std::os::unix::fs::symlink(&root, project.join("escape")).unwrap();
+        let (cwd, home) = (Some(project.as_path()), Some(home.as_path()));
+        assert_eq!(normalise("~+/src", cwd, home), Some(project.join("src")));
+        assert_eq!(normalise("~-/x", cwd, home), None);
+        assert_eq!(normalise("~root/x", cwd, home), None);
+        let expanded = |word: &str| expand_argument(word, cwd, home);
+        assert!(expanded("src/*.rs").contains(&Some(project.join("src/a.rs"))));
+        // `*` reaches the symlink out of the project, and resolves it.
+        assert!(expanded("*").contains(&Some(root.clone())));
+        // A leading dot is matched only by a pattern that starts with one.
+        assert!(!expanded("*").contains(&Some(project.join(".hidden"))));
+        assert!(expanded(".*").contains(&Some(project.join(".hidden"))));
+        assert!(expanded("e*/home/project/src").contains(&Some(project.join("src"))));
+        assert_eq!(expanded("~nobody/*"), vec![None]);
+    }
+
+    #[test]
+    fn unknown_path_keys_and_unreadable_values() {
+        let raw = tool_call_paths(
+            None,
+            None,
+            Some(&json!({"absolute_path": "/etc/shadow", "zzz": "/root/x", "note": "plain words",
+                "target_file": ["a", "b"], "output_dir": 5, "description": "/not/a/path"})),
+        );
+        let mut unrecognised = raw.unrecognised.clone();
+        unrecognised.sort();
+        assert_eq!(unrecognised, ["absolute_path", "target_file", "zzz"]);
+        assert_eq!(raw.unreadable, ["output_dir"]);
+        assert!(raw.paths.contains(&"/etc/shadow".to_owned()));
+        assert!(!raw.paths.contains(&"/not/a/path".to_owned()));
+        assert_eq!(escape_glob("/p[1 {a,b}*?"), "/p[[]1 [{]a[,]b[}][*][?]");
     }
 
     #[test]
