@@ -461,8 +461,10 @@ mod tests {
         let raw = tool_call_paths(
             None,
             None,
-            Some(&json!({"absolute_path": "/etc/shadow", "zzz": "/root/x", "note": "plain words",
-                "target_file": ["a", "b"], "output_dir": 5, "description": "/not/a/path"})),
+            Some(
+                &json!({"absolute_path": "/etc/shadow", "zzz": "/root/x", "note": "plain words",
+                "target_file": ["a", "b"], "output_dir": 5, "description": "/not/a/path"}),
+            ),
         );
         let mut unrecognised = raw.unrecognised.clone();
         unrecognised.sort();
