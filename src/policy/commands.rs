@@ -69,6 +69,9 @@ pub struct PathArg {
 pub struct Arguments {
     pub dangers: Vec<Danger>,
     pub paths: Vec<PathArg>,
+    /// The index of the subcommand of git, cargo, npm (after their own options), so that a rule
+    /// `["git", "log"]` also names `git --no-pager log`.
+    pub subcommand: Option<usize>,
 }
 
 /// What an option's value is.
@@ -654,7 +657,8 @@ const TABLE: &[Spec] = &[
         names: &["python", "python3", "python2", "pypy", "pypy3"],
         options: &[
             ("-c", Value::Word, Some(RunsPrograms)),
-            ("-m", Value::Word, None),
+            // `-m pip install`, `-m http.server`: any installed module, not the project's code.
+            ("-m", Value::Word, Some(RunsPrograms)),
             ("-W -X -Q", Value::Word, None),
         ],
         positionals: Positionals::Paths,
@@ -1087,6 +1091,7 @@ fn with_subcommand(
     if at >= words.len() {
         return;
     }
+    out.subcommand = Some(at);
     check(&words[at], at, out);
     reader.subcommand_mode = false;
     reader.read(at + 1, out);
@@ -1099,6 +1104,7 @@ fn git(words: &[String], out: &mut Arguments) {
     let Some(sub) = words.get(at) else {
         return;
     };
+    out.subcommand = Some(at);
     let sub = sub.as_str();
     if let Some((_, effect)) = GIT_DANGEROUS_SUBCOMMANDS.iter().find(|(s, _)| *s == sub) {
         out.dangers.push(danger(at, sub, sub, *effect));
@@ -1212,8 +1218,9 @@ fn sed_script_is_safe(script: &str) -> bool {
     };
     loop {
         skip_blank(&mut i);
-        // Address: N, $, or N,M.
-        let address = |i: &mut usize| {
+        // Address: N, $, /REGEX/ (with I or M), or two of them joined by a comma. GNU sed
+        // ends a regex at the first unescaped `/`, brackets or not; so does this reader.
+        let address = |i: &mut usize| -> bool {
             let start = *i;
             while *i < chars.len() && chars[*i].is_ascii_digit() {
                 *i += 1;
@@ -1221,11 +1228,33 @@ fn sed_script_is_safe(script: &str) -> bool {
             if *i == start && chars.get(*i) == Some(&'$') {
                 *i += 1;
             }
+            if *i == start && chars.get(*i) == Some(&'/') {
+                *i += 1;
+                loop {
+                    match chars.get(*i) {
+                        None | Some('\n') => return false,
+                        Some('\\') => *i += 2,
+                        Some('/') => {
+                            *i += 1;
+                            break;
+                        }
+                        _ => *i += 1,
+                    }
+                }
+                while matches!(chars.get(*i), Some('I' | 'M')) {
+                    *i += 1;
+                }
+            }
+            true
         };
-        address(&mut i);
+        if !address(&mut i) {
+            return false;
+        }
         if chars.get(i) == Some(&',') {
             i += 1;
-            address(&mut i);
+            if !address(&mut i) {
+                return false;
+            }
         }
         skip_blank(&mut i);
         match chars.get(i) {
@@ -1399,6 +1428,17 @@ mod tests {
         assert_eq!(dangers("sed s/a/b/w/tmp/x f"), ["sed SCRIPT"]);
         assert_eq!(dangers("sed 1e f"), ["sed SCRIPT"]);
         assert_eq!(dangers("sed -e 1p -e w/tmp/x f"), ["sed SCRIPT"]);
+        assert!(dangers("sed -n /fn/p f").is_empty());
+        assert!(dangers(r"sed /a\/b/,$d f").is_empty());
+        assert_eq!(dangers("sed /x/w/tmp/y f"), ["sed SCRIPT"]);
+        assert_eq!(dangers("sed /x/e f"), ["sed SCRIPT"]);
+        assert_eq!(dangers("sed /unterminated f"), ["sed SCRIPT"]);
+        assert_eq!(dangers("python3 -m pip install x"), ["-m"]);
+        assert_eq!(
+            analyse(&words("git --no-pager -c a=b log")).subcommand,
+            Some(4)
+        );
+        assert_eq!(analyse(&words("cargo -q test")).subcommand, Some(2));
         assert_eq!(paths("sed -n 1p src/main.rs"), ["src/main.rs"]);
         assert_eq!(dangers("sort -o out in"), ["-o --output"]);
         assert_eq!(dangers("sort --out=out in"), ["-o --output"]);

@@ -156,7 +156,12 @@ impl Guards<'_> {
     }
 
     /// Changes that always go to the user, whatever the rules say.
-    pub fn ask(&self, paths: &[Option<PathBuf>]) -> Option<(&'static str, String)> {
+    ///
+    /// `by_name` also asks for files only *named* like a repository's (`HEAD`, `config`, ...):
+    /// right for the paths a tool call edits, wrong for a command's arguments, where `HEAD` is
+    /// usually a revision. A repository planted by earlier edits is caught on disk when a later
+    /// command runs in it or names it.
+    pub fn ask(&self, paths: &[Option<PathBuf>], by_name: bool) -> Option<(&'static str, String)> {
         for path in paths.iter().flatten() {
             let lower = lowercase(path);
             if lower.components().any(|c| c.as_os_str() == ".git") {
@@ -182,7 +187,7 @@ impl Guards<'_> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            if REPOSITORY_NAMES.contains(&name.as_str()) {
+            if by_name && REPOSITORY_NAMES.contains(&name.as_str()) {
                 return Some((
                     "guard:git-repo",
                     format!(

@@ -329,7 +329,10 @@ impl Policy {
             .kind
             .as_deref()
             .is_some_and(|k| LOOKING_KINDS.contains(&k));
-        if !looks_only && let Some((guard, reason)) = guards.ask(&view.all_paths) {
+        let guarded = guards
+            .ask(&view.call_paths, true)
+            .or_else(|| guards.ask(&view.all_paths, false));
+        if !looks_only && let Some((guard, reason)) = guarded {
             return outcome(Decision::Ask, Some(guard.into()), reason);
         }
         if let Some(rule) = first(Decision::Ask).or_else(|| first(Decision::Allow)) {
@@ -403,7 +406,11 @@ impl Policy {
                     .map(|c| c.words.as_slice());
                 let loose = command.loose.iter().map(Vec::as_slice);
                 analysed.chain(loose).any(|words| {
-                    (0..words.len()).any(|i| prefixes.iter().any(|p| starts_with(&words[i..], p)))
+                    (0..words.len()).any(|i| {
+                        prefixes
+                            .iter()
+                            .any(|p| prefix_match(&words[i..], p).is_some())
+                    })
                 })
             }
         }
@@ -476,17 +483,16 @@ impl Policy {
         };
         let mut granted = Vec::with_capacity(commands.len());
         for c in commands {
-            let length = if c.implicit {
-                Some(1)
+            let words = if c.implicit {
+                Some(vec![0])
             } else {
                 prefixes
                     .iter()
-                    .filter(|p| starts_with(&c.words, p))
-                    .map(Vec::len)
-                    .max()
+                    .filter_map(|p| prefix_match(&c.words, p))
+                    .max_by_key(Vec::len)
             };
             // A sub-command no prefix names: this rule is not about this call.
-            granted.push(length.ok_or(None)?);
+            granted.push(words.ok_or(None)?);
         }
         if commands.is_empty() {
             return Err(None);
@@ -506,7 +512,7 @@ impl Policy {
                 }
             }
         }
-        for (c, &granted) in commands.iter().zip(&granted) {
+        for (c, granted) in commands.iter().zip(&granted) {
             if let Some(name) = c.env.iter().find(|n| !rule.env.contains(n)) {
                 return refuse(format!("`{name}=...` is not in its `env`"));
             }
@@ -515,7 +521,11 @@ impl Policy {
                     .split(' ')
                     .any(|n| rule.options.iter().any(|o| o == n))
             };
-            if let Some(d) = c.dangers.iter().find(|d| d.index >= granted && !named(d)) {
+            if let Some(d) = c
+                .dangers
+                .iter()
+                .find(|d| !granted.contains(&d.index) && !named(d))
+            {
                 return refuse(format!(
                     "`{}` in `{}` {} (grant it with `options = [\"{}\"]`)",
                     d.word,
@@ -524,7 +534,11 @@ impl Policy {
                     d.names.split(' ').next_back().unwrap_or_default()
                 ));
             }
-            if let Some((_, p)) = c.paths.iter().find(|(i, p)| *i >= granted && !inside(p)) {
+            if let Some((_, p)) = c
+                .paths
+                .iter()
+                .find(|(i, p)| !granted.contains(i) && !inside(p))
+            {
                 return refuse(format!("`{}`: {}", c.words.join(" "), outside(p)));
             }
         }
@@ -764,12 +778,28 @@ fn loose_words(text: &str) -> Vec<Vec<String>> {
     .collect()
 }
 
-fn starts_with(words: &[String], prefix: &[Vec<String>]) -> bool {
-    words.len() >= prefix.len()
-        && prefix
-            .iter()
-            .zip(words)
-            .all(|(alternatives, word)| alternatives.contains(word))
+/// The indices of the words a rule's command prefix names, or `None` when it does not name
+/// this command. After the command word, the prefix is matched from the subcommand on when the
+/// table finds one past the command's own options (`git --no-pager log`, `cargo -q test`): the
+/// options skipped are not granted, so the table still judges them.
+fn prefix_match(words: &[String], prefix: &[Vec<String>]) -> Option<Vec<usize>> {
+    let (first, rest) = prefix.split_first()?;
+    if !words.first().is_some_and(|w| first.contains(w)) {
+        return None;
+    }
+    let matches_at = |at: usize| {
+        let tail = words.get(at..).unwrap_or_default();
+        (tail.len() >= rest.len()
+            && rest
+                .iter()
+                .zip(tail)
+                .all(|(alternatives, word)| alternatives.contains(word)))
+        .then(|| std::iter::once(0).chain(at..at + rest.len()).collect())
+    };
+    matches_at(1).or_else(|| match commands::analyse(words).subcommand {
+        Some(at) if at > 1 && !rest.is_empty() => matches_at(at),
+        _ => None,
+    })
 }
 
 /// What the rules (or guards, or the default) said, before the options are looked at.

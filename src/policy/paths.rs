@@ -167,8 +167,6 @@ pub fn tool_call_paths(
         };
         match strings {
             Some(strings) => {
-                let looks_like_a_path =
-                    |s: &str| s.starts_with(['/', '~']) || s.starts_with("..") || s.contains("/..");
                 let take =
                     known || named_like_a_path || strings.iter().any(|s| looks_like_a_path(s));
                 if !take {
@@ -182,10 +180,60 @@ pub fn tool_call_paths(
                 }
             }
             None if known || named_like_a_path => out.unreadable.push(key.clone()),
-            None => {}
+            None => {
+                // A path one level down (`{"where": {"deep": "/etc/shadow"}}`) is still a path.
+                let mut nested = Vec::new();
+                if !nested_paths(value, 0, &mut nested) {
+                    out.unreadable.push(key.clone());
+                } else if !nested.is_empty() {
+                    out.unrecognised.push(key.clone());
+                    for s in nested {
+                        push(&mut out, s);
+                    }
+                }
+            }
         }
     }
     out
+}
+
+/// How deep [`nested_paths`] looks; anything deeper is unreadable.
+const MAX_NESTING: usize = 8;
+
+fn looks_like_a_path(s: &str) -> bool {
+    s.starts_with(['/', '~']) || s.starts_with("..") || s.contains("/..") || url_scheme(s).is_some()
+}
+
+/// Collects the path-like strings inside an object or array of a rawInput value (skipping
+/// [`TEXT_KEYS`], taking every string under a key named like a path). `false` when the value
+/// nests deeper than [`MAX_NESTING`].
+fn nested_paths<'a>(value: &'a Value, depth: usize, out: &mut Vec<&'a str>) -> bool {
+    if depth > MAX_NESTING {
+        return false;
+    }
+    match value {
+        Value::String(s) if looks_like_a_path(s) => out.push(s),
+        Value::Array(items) => {
+            return items.iter().all(|item| nested_paths(item, depth + 1, out));
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                if TEXT_KEYS.contains(&key.as_str()) {
+                    continue;
+                }
+                let lower = key.to_ascii_lowercase();
+                if let (Value::String(s), true) =
+                    (item, PATH_KEY_FRAGMENTS.iter().any(|f| lower.contains(f)))
+                {
+                    out.push(s);
+                } else if !nested_paths(item, depth + 1, out) {
+                    return false;
+                }
+            }
+        }
+        _ => {}
+    }
+    true
 }
 
 /// Where a command says it runs: rawInput's working-directory keys, and gemini-cli's
@@ -334,6 +382,14 @@ const MAX_GLOB_SCANNED: usize = 20_000;
 /// Makes `path` absolute against `cwd` (and `~` against `home`), resolving `.`, `..` and
 /// symlinks. `None` if it cannot be placed: relative with no cwd, or a symlink loop.
 pub fn normalise(path: &str, cwd: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+    if let Some(url) = url_scheme(path) {
+        // `file:///etc/passwd` is a path outside, not a relative one named `file:`; any other
+        // URL is not a file this policy can place.
+        return match url {
+            "file" => normalise(&file_url_path(path)?, None, None),
+            _ => None,
+        };
+    }
     let absolute = if let Some(rest) = path.strip_prefix('~') {
         // bash's tilde forms: `~` and `~/x` are home, `~+` the working directory; `~-` (the
         // previous one) and `~user` cannot be known here.
@@ -350,6 +406,50 @@ pub fn normalise(path: &str, cwd: Option<&Path>, home: Option<&Path>) -> Option<
     };
     let mut budget = MAX_SYMLINKS;
     resolve(&absolute, &mut budget)
+}
+
+/// The scheme of a URL-shaped string (`file://...`, `https://...`, `file:/x`), lowercased.
+fn url_scheme(text: &str) -> Option<&str> {
+    let (scheme, rest) = text.split_once(':')?;
+    let shaped = scheme.len() > 1
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+    (shaped && (rest.starts_with('/') || scheme.eq_ignore_ascii_case("file"))).then_some(
+        if scheme.eq_ignore_ascii_case("file") {
+            "file"
+        } else {
+            scheme
+        },
+    )
+}
+
+/// The path of a `file:` URL, percent-decoded; `None` for a remote host or a bad escape.
+fn file_url_path(url: &str) -> Option<String> {
+    let rest = &url["file:".len()..];
+    let path = match rest.strip_prefix("//") {
+        Some(after) => {
+            let (host, path) = after.split_at(after.find('/')?);
+            (host.is_empty() || host.eq_ignore_ascii_case("localhost")).then_some(path)?
+        }
+        None => rest,
+    };
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    let path = String::from_utf8(out).ok()?;
+    path.starts_with('/').then_some(path)
 }
 
 fn resolve(path: &Path, budget: &mut usize) -> Option<PathBuf> {
@@ -493,5 +593,48 @@ mod tests {
             vec!["/etc/passwd", "/p/a", "/p/b", "/p/c", "/p/d", "/p/e"]
         );
         assert!(paths.unreadable.is_empty() && paths.unrecognised.is_empty());
+    }
+
+    #[test]
+    fn file_urls_are_their_paths_and_other_urls_are_not_placed() {
+        let cwd = Path::new("/p");
+        assert_eq!(
+            normalise("file:///etc/pass%77d", Some(cwd), None),
+            Some(PathBuf::from("/etc/passwd"))
+        );
+        assert_eq!(
+            normalise("FILE://localhost/etc/x", Some(cwd), None),
+            Some(PathBuf::from("/etc/x"))
+        );
+        assert_eq!(normalise("file://evil.host/etc/x", Some(cwd), None), None);
+        assert_eq!(normalise("file:///a%zz", Some(cwd), None), None);
+        assert_eq!(normalise("https://example.com/x", Some(cwd), None), None);
+        // Not URLs: a revision, a relative name with a colon.
+        assert_eq!(
+            normalise("HEAD:src/x", Some(cwd), None),
+            Some(cwd.join("HEAD:src/x"))
+        );
+    }
+
+    #[test]
+    fn paths_nested_in_unknown_raw_input_values_are_found() {
+        let raw = tool_call_paths(
+            None,
+            None,
+            Some(&json!({"where": {"deep": "/etc/shadow", "note": "words"},
+                "list": [{"uri": "file:///etc/x"}], "options": {"limit": 10, "description": "/no"}})),
+        );
+        let mut found = raw.paths.clone();
+        found.sort();
+        assert_eq!(found, ["/etc/shadow", "file:///etc/x"]);
+        let mut keys = raw.unrecognised.clone();
+        keys.sort();
+        assert_eq!(keys, ["list", "where"]);
+        let mut deep = json!("/x");
+        for _ in 0..12 {
+            deep = json!({ "a": deep });
+        }
+        let raw = tool_call_paths(None, None, Some(&json!({ "deep": deep })));
+        assert_eq!(raw.unreadable, ["deep"]);
     }
 }
