@@ -96,6 +96,16 @@ impl Message {
             .and_then(Value::as_str)
     }
 
+    /// The messages of a batch, each classified; `None` for a message that is not a batch.
+    pub fn batch(&self) -> Option<Vec<Message>> {
+        match (&self.kind, &self.value) {
+            (MessageKind::Batch, Some(Value::Array(items))) => {
+                Some(items.iter().cloned().map(from_value).collect())
+            }
+            _ => None,
+        }
+    }
+
     /// The tool call a `session/update` or `session/request_permission` is about.
     pub fn tool_call_id(&self) -> Option<&str> {
         let params = self.params()?;
@@ -164,9 +174,10 @@ pub fn parse_line(line: &[u8]) -> Message {
     let trimmed = line.trim_ascii();
     match trimmed.first() {
         Some(b'[') => {
-            return match serde_json::from_slice::<Value>(trimmed) {
-                Ok(Value::Array(_)) => Message {
+            return match decode(trimmed) {
+                Some(value @ Value::Array(_)) => Message {
                     kind: MessageKind::Batch,
+                    value: Some(value),
                     ..invalid
                 },
                 _ => invalid,
@@ -180,9 +191,103 @@ pub fn parse_line(line: &[u8]) -> Message {
     {
         return message;
     }
-    let Ok(value @ Value::Object(_)) = serde_json::from_slice::<Value>(trimmed) else {
-        return invalid;
+    match decode(trimmed) {
+        Some(value @ Value::Object(_)) => from_value(value),
+        _ => invalid,
+    }
+}
+
+/// Parses JSON as the peers do. Strict first; when that fails, once more with what JavaScript
+/// and Python accept and serde_json does not: invalid UTF-8 (as U+FFFD), a lone UTF-16 surrogate escape (`"\ud83d"`, read
+/// as U+FFFD) and Python's `NaN`, `Infinity` and `-Infinity` (read as `null`). Duplicate keys
+/// need nothing: serde_json, `JSON.parse` and Python's `json` all keep the last one.
+pub fn decode(text: &[u8]) -> Option<Value> {
+    let strict_then_lenient = |text: &[u8]| {
+        serde_json::from_slice(text)
+            .ok()
+            .or_else(|| serde_json::from_slice(&leniently(text)?).ok())
     };
+    strict_then_lenient(text).or_else(|| {
+        // Node decodes its input with replacement characters for invalid UTF-8.
+        let lossy = String::from_utf8_lossy(text);
+        matches!(lossy, std::borrow::Cow::Owned(_))
+            .then(|| strict_then_lenient(lossy.as_bytes()))
+            .flatten()
+    })
+}
+
+/// `text` with lone surrogate escapes replaced by `\ufffd` and non-finite number literals
+/// outside strings by `null`; `None` when there is nothing to replace.
+fn leniently(text: &[u8]) -> Option<Vec<u8>> {
+    let hex = |at: usize| -> Option<u16> {
+        let digits = std::str::from_utf8(text.get(at..at + 4)?).ok()?;
+        u16::from_str_radix(digits, 16).ok()
+    };
+    let mut out = Vec::with_capacity(text.len());
+    let mut changed = false;
+    let mut in_string = false;
+    let mut i = 0;
+    while i < text.len() {
+        let c = text[i];
+        if in_string {
+            match c {
+                b'"' => in_string = false,
+                b'\\' if text.get(i + 1) == Some(&b'u') => {
+                    let unit = hex(i + 2);
+                    let high = unit.is_some_and(|u| (0xD800..0xDC00).contains(&u));
+                    let low = unit.is_some_and(|u| (0xDC00..0xE000).contains(&u));
+                    let paired = high
+                        && text.get(i + 6..i + 8) == Some(b"\\u")
+                        && hex(i + 8).is_some_and(|u| (0xDC00..0xE000).contains(&u));
+                    if paired {
+                        out.extend_from_slice(&text[i..i + 12]);
+                        i += 12;
+                        continue;
+                    }
+                    if high || low {
+                        out.extend_from_slice(b"\\ufffd");
+                        changed = true;
+                        i += 6;
+                        continue;
+                    }
+                }
+                b'\\' => {
+                    out.extend_from_slice(text.get(i..i + 2).unwrap_or(&text[i..]));
+                    i += 2;
+                    continue;
+                }
+                _ => {}
+            }
+        } else if c == b'"' {
+            in_string = true;
+        } else {
+            let rest = &text[i..];
+            if let Some(word) = [&b"-Infinity"[..], b"Infinity", b"NaN"]
+                .into_iter()
+                .find(|w| rest.starts_with(w))
+            {
+                out.extend_from_slice(b"null");
+                changed = true;
+                i += word.len();
+                continue;
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    changed.then_some(out)
+}
+
+/// Classifies a decoded JSON object (a line, or one element of a batch).
+pub fn from_value(value: Value) -> Message {
+    if !value.is_object() {
+        return Message {
+            kind: MessageKind::Invalid,
+            id: None,
+            method: None,
+            value: None,
+        };
+    }
     let method = value
         .get("method")
         .and_then(Value::as_str)
@@ -256,6 +361,42 @@ mod tests {
             .unwrap()
             .replace("_x/big", "session/update");
         assert!(parse_line(big_update.as_bytes()).value.is_some());
+    }
+
+    #[test]
+    fn reads_what_javascript_and_python_peers_write() {
+        // A lone surrogate (JSON.parse and Python keep it; serde_json refuses it).
+        let m = parse_line(br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"toolCallId":"t","title":"\ud83d x \udc00"}}}"#);
+        assert_eq!(m.kind, MessageKind::Notification);
+        assert_eq!(
+            m.params().unwrap()["update"]["title"],
+            "\u{fffd} x \u{fffd}"
+        );
+        // A proper pair stays what it is; an escape in a key is the key.
+        let m = parse_line(br#"{"jsonrpc":"2.0","method":"m","params":{"toolCall\u0049d":"\ud83d\ude00","n":NaN}}"#);
+        assert_eq!(m.params().unwrap()["toolCallId"], "\u{1f600}");
+        assert_eq!(m.params().unwrap()["n"], Value::Null);
+        // Duplicate keys: the last one, as every peer reads it.
+        let m = parse_line(
+            br#"{"jsonrpc":"2.0","method":"m","params":{"kind":"read","kind":"execute"}}"#,
+        );
+        assert_eq!(m.params().unwrap()["kind"], "execute");
+        // Inside strings, the words are text.
+        let m = parse_line(
+            br#"{"jsonrpc":"2.0","method":"m","params":{"t":"NaN \\ud83d","x":-Infinity}}"#,
+        );
+        assert_eq!(m.params().unwrap()["t"], "NaN \\ud83d");
+        // A batch is looked into.
+        let m =
+            parse_line(br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"result":{}}]"#);
+        let batch = m.batch().unwrap();
+        assert_eq!(
+            batch.iter().map(|m| m.kind).collect::<Vec<_>>(),
+            [MessageKind::Notification, MessageKind::Response]
+        );
+        assert!(parse_line(b"{\"a\":\"\\ud83d\"").value.is_none());
+        let m = parse_line(b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"t\":\"a\xffb\"}}");
+        assert_eq!(m.params().unwrap()["t"], "a\u{fffd}b");
     }
 
     #[test]

@@ -108,6 +108,15 @@ impl Observer {
 
     /// Observes one line, numbered `seq`, that went `direction`.
     pub fn observe(&mut self, direction: Direction, seq: i64, msg: &Message) -> Observed {
+        if let Some(messages) = msg.batch() {
+            // The facts of every message of a batch, as if each had its own line.
+            let mut out = Observed::default();
+            for message in &messages {
+                out.facts
+                    .extend(self.observe(direction, seq, message).facts);
+            }
+            return out;
+        }
         let mut out = Observed::default();
         if let Some(session_id) = msg.session_id() {
             self.note_session(session_id, None, "seen", &mut out.facts);

@@ -172,6 +172,11 @@ pub struct ToolCalls {
 }
 
 impl ToolCalls {
+    /// The (session, toolCallId) of every tool call known.
+    pub fn keys(&self) -> impl Iterator<Item = &(String, String)> {
+        self.calls.keys()
+    }
+
     pub fn get(&self, session_id: &str, tool_call_id: &str) -> Option<&ToolCall> {
         self.calls
             .get(&(session_id.to_owned(), tool_call_id.to_owned()))?

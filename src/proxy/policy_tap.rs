@@ -11,7 +11,7 @@
 //! [`ClientTap`] looks at the client's lines for the cwd of each session, which the policy needs
 //! to place relative paths and `${cwd}`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -20,9 +20,9 @@ use memchr::memmem;
 use serde_json::Value;
 
 use super::pump::{Disposition, LineTap};
-use crate::policy::{Context, Decision, Policy};
+use crate::policy::{Context, Decision, Policy, Verdict};
 use crate::protocol::toolcall::{self, ToolCalls, UpdateKind};
-use crate::protocol::{MessageKind, parse_line};
+use crate::protocol::{Message, MessageKind, parse_line};
 use crate::record::{Annotation, PolicyNote};
 
 /// Each session's cwd, learned from the client's `session/new` (completed by the agent's answer)
@@ -93,6 +93,9 @@ pub struct PolicyTap {
     tool_calls: ToolCalls,
     /// `agentInfo.name` from the answer to `initialize`.
     agent: Option<String>,
+    /// Tool calls a line acptap could not read may have changed: what the client shows of them
+    /// is unknown here, so their permission requests go to the user.
+    unreadable: HashSet<(String, String)>,
 }
 
 impl PolicyTap {
@@ -103,19 +106,48 @@ impl PolicyTap {
             sessions,
             tool_calls: ToolCalls::default(),
             agent: None,
+            unreadable: HashSet::new(),
         }
     }
 }
 
 impl LineTap for PolicyTap {
     fn inspect(&mut self, line: &Bytes) -> Disposition {
+        // A key may be written with escapes (`"toolCall\u0049d"`): such a line is read too.
         let relevant = contains(line, b"toolCallId")
+            || contains(line, b"\\u")
             || contains(line, b"agentInfo")
             || (contains(line, b"sessionId") && self.sessions.waiting_for_new_session());
         if !relevant {
             return Disposition::Forward(Annotation::default());
         }
         let msg = parse_line(line);
+        match msg.batch() {
+            Some(messages) => {
+                // A batch is forwarded whole; what it says about tool calls still counts.
+                for message in &messages {
+                    self.observe(message);
+                }
+            }
+            None if msg.value.is_none() && !line.trim_ascii().is_empty() => {
+                self.cannot_read(line);
+            }
+            None => {
+                if msg.kind == MessageKind::Request
+                    && msg.method.as_deref() == Some("session/request_permission")
+                {
+                    return self.decide(&msg);
+                }
+                self.observe(&msg);
+            }
+        }
+        Disposition::Forward(Annotation::default())
+    }
+}
+
+impl PolicyTap {
+    /// Follows what a readable line says: the agent's name, a new session's id, tool calls.
+    fn observe(&mut self, msg: &Message) {
         match (msg.kind, msg.method.as_deref()) {
             (MessageKind::Response, _) => {
                 let result = msg.result();
@@ -142,55 +174,87 @@ impl LineTap for PolicyTap {
                 }
             }
             (MessageKind::Request, Some("session/request_permission")) => {
-                let (Some(id), Some(params)) = (msg.id.as_deref(), msg.params()) else {
-                    return Disposition::Forward(Annotation::default());
-                };
-                let session = msg.session_id().unwrap_or_default().to_owned();
-                let tool_call_id = msg.tool_call_id().unwrap_or_default().to_owned();
-                let cwd = self.sessions.lock().cwd.get(&session).cloned();
-                let verdict = self.policy.decide(
-                    params,
-                    self.tool_calls.get(&session, &tool_call_id),
-                    Context {
-                        cwd: cwd.as_deref(),
-                        agent: self.agent.as_deref(),
-                    },
-                );
-                if let Some(Value::Object(update)) = params.get("toolCall") {
+                if let (Some(session), Some(Value::Object(update))) = (
+                    msg.session_id(),
+                    msg.params().and_then(|p| p.get("toolCall")),
+                ) {
                     self.tool_calls
-                        .apply(&session, update, UpdateKind::PermissionRequest);
+                        .apply(session, update, UpdateKind::PermissionRequest);
                 }
-                let note = Arc::new(PolicyNote {
-                    policy_hash: self.policy.hash().to_owned(),
-                    shadow: self.shadow,
-                    verdict,
-                });
-                let option = note.verdict.option_id.clone();
-                return match option {
-                    Some(option) if !self.shadow && note.verdict.decision != Decision::Ask => {
-                        Disposition::Answer {
-                            request: Annotation {
-                                withheld: true,
-                                policy: Some(note.clone()),
-                                ..Annotation::default()
-                            },
-                            reply: answer(id, &option),
-                            reply_annotation: Annotation {
-                                written_by_acptap: true,
-                                policy: Some(note),
-                                ..Annotation::default()
-                            },
-                        }
-                    }
-                    _ => Disposition::Forward(Annotation {
-                        policy: Some(note),
-                        ..Annotation::default()
-                    }),
-                };
             }
             _ => {}
         }
-        Disposition::Forward(Annotation::default())
+    }
+
+    /// A line that could not be read may have updated any tool call it names, and with escapes
+    /// it can name one without its bytes showing: fail closed for those calls.
+    fn cannot_read(&mut self, line: &[u8]) {
+        let escapes = line.contains(&b'\\');
+        for key in self.tool_calls.keys() {
+            if escapes || contains(line, key.1.as_bytes()) {
+                self.unreadable.insert(key.clone());
+            }
+        }
+    }
+
+    fn decide(&mut self, msg: &Message) -> Disposition {
+        let (Some(id), Some(params)) = (msg.id.as_deref(), msg.params()) else {
+            return Disposition::Forward(Annotation::default());
+        };
+        let session = msg.session_id().unwrap_or_default().to_owned();
+        let tool_call_id = msg.tool_call_id().unwrap_or_default().to_owned();
+        let key = (session, tool_call_id);
+        let verdict = if self.unreadable.contains(&key) {
+            Verdict {
+                decision: Decision::Ask,
+                rule: Some("guard:unreadable-update".into()),
+                option_id: None,
+                option_kind: None,
+                reason: format!(
+                    "tool call `{}` was changed by a line acptap could not read, so what the \
+                     client shows of it is unknown here",
+                    key.1
+                ),
+            }
+        } else {
+            let cwd = self.sessions.lock().cwd.get(&key.0).cloned();
+            self.policy.decide(
+                params,
+                self.tool_calls.get(&key.0, &key.1),
+                Context {
+                    cwd: cwd.as_deref(),
+                    agent: self.agent.as_deref(),
+                },
+            )
+        };
+        self.observe(msg);
+        let note = Arc::new(PolicyNote {
+            policy_hash: self.policy.hash().to_owned(),
+            shadow: self.shadow,
+            verdict,
+        });
+        let option = note.verdict.option_id.clone();
+        match option {
+            Some(option) if !self.shadow && note.verdict.decision != Decision::Ask => {
+                Disposition::Answer {
+                    request: Annotation {
+                        withheld: true,
+                        policy: Some(note.clone()),
+                        ..Annotation::default()
+                    },
+                    reply: answer(id, &option),
+                    reply_annotation: Annotation {
+                        written_by_acptap: true,
+                        policy: Some(note),
+                        ..Annotation::default()
+                    },
+                }
+            }
+            _ => Disposition::Forward(Annotation {
+                policy: Some(note),
+                ..Annotation::default()
+            }),
+        }
     }
 }
 

@@ -138,15 +138,22 @@ fn run_scenario(shadow: bool) -> Sandbox {
     let sb = Sandbox::new();
     let project = sb.path("project");
     std::fs::create_dir(&project).unwrap();
+    let steps = scenario(project.to_str().unwrap(), shadow);
+    run_steps(sb, steps, shadow)
+}
+
+/// Plays `steps` through `acptap run --policy POLICY` (the sandbox's `project` directory is the
+/// session's cwd); asserts that each side got exactly the bytes the steps say it sees.
+fn run_steps(sb: Sandbox, steps: Vec<Step>, shadow: bool) -> Sandbox {
     let policy = sb.path("policy.toml");
     std::fs::write(&policy, POLICY).unwrap();
-    let steps = scenario(project.to_str().unwrap(), shadow);
     let transcript = sb.path("agent.jsonl");
     let lines: Vec<String> = steps
         .iter()
         .map(|s| {
             let text =
                 String::from_utf8(s.record.bytes[..s.record.bytes.len() - 1].to_vec()).unwrap();
+            // The peer's script format: a line's text, written as it is.
             json!({"dir": s.record.dir, "eol": true, "text": text}).to_string()
         })
         .collect();
@@ -410,5 +417,137 @@ fn policy_replay_shows_would_allow_but_user_rejected_first() {
     assert!(
         text.contains("3 requests: 1 would allow but the user rejected"),
         "{text}"
+    );
+}
+
+/// The opening of a session in `project`, a tool call t1 announced as a read of its README (the
+/// policy allows that), then `change`: a line that turns t1 into `make deploy`, which the policy
+/// leaves to the user. The permission request that follows names only t1.
+fn desync_steps(project: &str, change: &str) -> Vec<Step> {
+    let mut steps: Vec<Step> = scenario(project, false).into_iter().take(6).collect();
+    steps.push(Step {
+        record: Record {
+            dir: "a2c".into(),
+            bytes: format!("{change}\n").into_bytes(),
+        },
+        client_sees: true,
+    });
+    steps.extend([
+        step("a2c", permission(json!(5), "t1"), true),
+        step("c2a", json!({"jsonrpc": "2.0", "id": 5, "result": {"outcome": {"outcome": "selected", "optionId": "reject"}}}), true),
+        step("a2c", json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}), true),
+    ]);
+    steps
+}
+
+/// An update the tap must not miss: written so that a strict reader or a substring search would.
+/// Each must leave the read allowed by nobody: the request reaches the client.
+#[test]
+fn a_tool_call_changed_by_a_hard_to_read_line_is_never_allowed_from_its_old_state() {
+    let change = |update: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{update}}}}}"#
+        )
+    };
+    let execute = r#""kind":"execute","rawInput":{"command":"make deploy"},"locations":[]"#;
+    let variants = [
+        // A title with a lone surrogate, as JavaScript writes it; serde_json alone refuses it.
+        (
+            "lone surrogate",
+            change(&format!(
+                r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t1","title":"\ud83d",{execute}}}"#
+            )),
+        ),
+        // The key written with an escape: no `toolCallId` bytes on the line.
+        (
+            "escaped key",
+            change(&format!(
+                r#"{{"sessionUpdate":"tool_call_update","toolCall\u0049d":"t1",{execute}}}"#
+            )),
+        ),
+        // Inside a JSON-RPC batch.
+        (
+            "batch",
+            format!(
+                "[{}]",
+                change(&format!(
+                    r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t1",{execute}}}"#
+                ))
+            ),
+        ),
+        // Python's json writes NaN.
+        (
+            "NaN",
+            change(&format!(
+                r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t1","n":NaN,{execute}}}"#
+            )),
+        ),
+        // A line nothing reads, naming t1: fail closed.
+        (
+            "unreadable",
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{{"toolCallId":"t1",{execute} BROKEN"#
+            ),
+        ),
+        // Unreadable, and t1 named only through an escape.
+        (
+            "unreadable with escapes",
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"update":{"toolCallId":"\u00741", oops"#.to_owned(),
+        ),
+    ];
+    for (name, line) in variants {
+        let sb = Sandbox::new();
+        let project = sb.path("project");
+        std::fs::create_dir(&project).unwrap();
+        let steps = desync_steps(project.to_str().unwrap(), &line);
+        let sb = run_steps(sb, steps, false);
+        let decided = decisions(&sb);
+        assert_eq!(decided.len(), 1, "{name}: {decided:?}");
+        let (_, decided_by, option, policy_decision, ..) = &decided[0];
+        assert_eq!(
+            (
+                decided_by.as_deref(),
+                option.as_deref(),
+                policy_decision.as_deref()
+            ),
+            (Some("client"), Some("reject"), Some("ask")),
+            "{name}"
+        );
+    }
+}
+
+/// Codex asks before it announces: a request for a call nobody described is decided on what the
+/// request itself says, and a bare id is not enough to allow anything.
+#[test]
+fn a_permission_request_before_any_tool_call_is_decided_on_what_it_says() {
+    let sb = Sandbox::new();
+    let project = sb.path("project");
+    std::fs::create_dir(&project).unwrap();
+    let readme = format!("{}/README.md", project.display());
+    let mut steps: Vec<Step> = scenario(project.to_str().unwrap(), false)
+        .into_iter()
+        .take(5)
+        .collect();
+    let mut full = permission(json!(7), "c1");
+    full["params"]["toolCall"] =
+        json!({"toolCallId": "c1", "kind": "read", "locations": [{"path": readme}]});
+    steps.extend([
+        step("a2c", full, false),
+        acptap_answer(json!(7), "allow"),
+        step("a2c", permission(json!(8), "c2"), true),
+        step("c2a", json!({"jsonrpc": "2.0", "id": 8, "result": {"outcome": {"outcome": "selected", "optionId": "reject"}}}), true),
+        step("a2c", json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}), true),
+    ]);
+    let sb = run_steps(sb, steps, false);
+    let decided: Vec<_> = decisions(&sb)
+        .into_iter()
+        .map(|d| (d.0, d.1, d.3))
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            ("c1".into(), some("policy"), some("allow")),
+            ("c2".into(), some("client"), some("ask")),
+        ]
     );
 }
