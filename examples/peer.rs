@@ -13,6 +13,8 @@
 //!                                 SIGTERM), so only a signal ends it
 //! peer slow-term PIDFILE          write its pid; on SIGTERM wait 300 ms, write "bye", exit 0
 //! peer stream N SIZE              write N lines of SIZE bytes, then read stdin to EOF
+//! peer tool-diffs N SIZE          write N tool calls of session s1, each announced with a diff
+//!                                 of SIZE bytes and then completed, then read stdin to EOF
 //! ```
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -73,6 +75,30 @@ fn main() {
                 out.write_all(head.as_bytes()).unwrap();
                 out.write_all(&vec![b'x'; pad]).unwrap();
                 out.write_all(b"\"}}\n").unwrap();
+            }
+            out.flush().unwrap();
+            drop(out);
+            let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+        }
+        "tool-diffs" => {
+            let (n, size): (usize, usize) = (arg(1).parse().unwrap(), arg(2).parse().unwrap());
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let text = "x".repeat(size);
+            for i in 0..n {
+                let update = |update: serde_json::Value| {
+                    serde_json::json!({"jsonrpc": "2.0", "method": "session/update",
+                        "params": {"sessionId": "s1", "update": update}})
+                };
+                let announce = update(serde_json::json!({"sessionUpdate": "tool_call",
+                    "toolCallId": format!("t{i}"), "title": "Edit", "kind": "edit",
+                    "rawInput": {"file_path": format!("/p/f{i}.txt")},
+                    "content": [{"type": "diff", "path": format!("/p/f{i}.txt"), "oldText": null, "newText": text}]}));
+                let done = update(serde_json::json!({"sessionUpdate": "tool_call_update",
+                    "toolCallId": format!("t{i}"), "status": "completed"}));
+                for line in [announce, done] {
+                    serde_json::to_writer(&mut out, &line).unwrap();
+                    out.write_all(b"\n").unwrap();
+                }
             }
             out.flush().unwrap();
             drop(out);

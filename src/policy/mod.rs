@@ -208,6 +208,12 @@ impl Policy {
         if !update.get("toolCallId").is_some_and(Value::is_string) {
             return ask("the request names no toolCallId: left to the user".into());
         }
+        if known.is_some_and(|k| k.finished) {
+            return ask(
+                "the tool call already finished (its input is no longer held): left to the user"
+                    .into(),
+            );
+        }
         let mut merged = known.cloned();
         ToolCall::upsert(&mut merged, update, UpdateKind::PermissionRequest);
         let merged = merged.expect("upsert leaves a tool call");

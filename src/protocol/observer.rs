@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::message::{Direction, Message, MessageKind};
-use super::toolcall::{self, ToolCall, ToolCalls, UpdateKind};
+use super::toolcall::{self, ToolCalls, UpdateKind};
 
 /// Something learned from one line, for the store.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,14 +49,17 @@ pub enum Fact {
     CancelRequested {
         session_id: Option<String>,
     },
-    /// A tool call's state after a message that touched it.
+    /// What a message changed of a tool call.
     ToolCall {
         session_id: String,
         tool_call_id: String,
         how: UpdateKind,
         created: bool,
-        changed: Vec<&'static str>,
-        state: Box<ToolCall>,
+        /// The fields the message changed, with their full new values (`None`: cleared). For a
+        /// `tool_call_content_chunk`, `content` is the one item to append.
+        changed: Vec<(&'static str, Option<Value>)>,
+        /// The status after the message.
+        status: Option<String>,
     },
     PermissionRequested {
         session_id: Option<String>,
@@ -234,13 +237,26 @@ impl Observer {
         let Some((state, created, changed)) = self.tool_calls.apply(session_id, update, how) else {
             return;
         };
+        // Full values come from the message: the state keeps only what the policy needs.
+        let changed = changed
+            .into_iter()
+            .map(|name| {
+                let value = match update.get(name) {
+                    Some(Value::Null) => None,
+                    Some(value) => Some(value.clone()),
+                    // A default set on creation (`kind`, `status`).
+                    None => state.get(name).cloned(),
+                };
+                (name, value)
+            })
+            .collect();
         facts.push(Fact::ToolCall {
             session_id: session_id.to_owned(),
             tool_call_id: tool_call_id.to_owned(),
             how,
             created,
             changed,
-            state: Box::new(state.clone()),
+            status: state.text("status"),
         });
     }
 
@@ -332,6 +348,7 @@ fn str_field(object: Option<&Value>, name: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::protocol::message::parse_line;
+    use serde_json::json;
 
     fn run(lines: &[(Direction, &str)]) -> Vec<Observed> {
         let mut observer = Observer::new();
@@ -402,23 +419,27 @@ mod tests {
                 r#"{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","status":"in_progress"}}}"#,
             ),
         ]);
-        let Fact::ToolCall { created, state, .. } = &out[0].facts[1] else {
+        let Fact::ToolCall {
+            created, changed, ..
+        } = &out[0].facts[1]
+        else {
             panic!("{:?}", out[0].facts)
         };
         assert!(created);
-        assert_eq!(state.text("kind").as_deref(), Some("edit"));
+        assert!(changed.contains(&("kind", Some(json!("edit")))));
+        assert!(changed.contains(&("status", Some(json!("pending")))));
         let Fact::ToolCall {
             created,
-            state,
             changed,
+            status,
             ..
         } = &out[1].facts[0]
         else {
             panic!()
         };
         assert!(!created);
-        assert_eq!(changed, &vec!["status"]);
-        assert_eq!(state.text("title").as_deref(), Some("Edit"));
+        assert_eq!(changed, &vec![("status", Some(json!("in_progress")))]);
+        assert_eq!(status.as_deref(), Some("in_progress"));
     }
 
     #[test]

@@ -1,7 +1,17 @@
 //! The tool-call state machine: one tool call's current state, and how each update changes it.
 //!
-//! Pure: `apply(state, update) -> changed fields`, no I/O. The recorder keeps one [`ToolCall`] per
-//! (session, toolCallId) and stores the state after every update that changed it.
+//! Pure: `apply(state, update) -> changed fields`, no I/O. The recorder and the policy tap each
+//! keep one [`ToolCall`] per (session, toolCallId); the recorder stores the fields each update
+//! changed (their full values, taken from the message) and the store applies them to its row.
+//!
+//! # Memory
+//!
+//! The state holds what the policy needs, not what the database holds: long strings in
+//! `content` and `rawOutput` are cut to [`KEPT_TEXT`] bytes and long content lists to
+//! [`KEPT_ITEMS`] items (a cut list ends with a diff item without a path, so no path rule can
+//! allow it), and a digest of each field's full value tells a change from a repeat. When a call
+//! reaches `completed` or `failed`, its `rawInput` is cut the same way and it is marked
+//! [`ToolCall::finished`]: a permission request for it is left to the user.
 //!
 //! # Rules (ACP tool calls, v1 and the v2 draft; see `shared/spec/`)
 //!
@@ -18,6 +28,7 @@
 //!   and even a title that is not a string, are stored verbatim.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 use serde_json::{Map, Value};
 
@@ -66,10 +77,21 @@ impl UpdateKind {
     }
 }
 
-/// One tool call's current state: each field as the wire last set it (`None`: unset or cleared).
+/// Longest string kept in a compacted field (bytes; cut at a character boundary).
+pub const KEPT_TEXT: usize = 1024;
+
+/// Most content items kept.
+pub const KEPT_ITEMS: usize = 256;
+
+/// One tool call's current state: each field as the wire last set it (`None`: unset or cleared),
+/// the heavy ones compacted (see the module docs).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolCall {
     pub fields: [Option<Value>; FIELDS.len()],
+    /// A digest of each field's full value (`None`: unset or cleared).
+    digests: [Option<u64>; FIELDS.len()],
+    /// Completed or failed: its rawInput was compacted too.
+    pub finished: bool,
 }
 
 impl ToolCall {
@@ -113,8 +135,11 @@ impl ToolCall {
                 // A content that is not an array cannot be appended to: keep it as the first item.
                 Some(other) => vec![other],
             };
-            items.push(item.clone());
-            self.fields[i] = Some(Value::Array(items));
+            items.push(compact(item));
+            self.fields[i] = Some(Value::Array(limit_items(items)));
+            let mut hasher = std::hash::DefaultHasher::new();
+            (self.digests[i], digest(item)).hash(&mut hasher);
+            self.digests[i] = Some(hasher.finish());
             return vec!["content"];
         }
         let mut changed = Vec::new();
@@ -122,11 +147,26 @@ impl ToolCall {
             let Some(incoming) = update.get(*name) else {
                 continue;
             };
-            let next = (!incoming.is_null()).then(|| incoming.clone());
-            if self.fields[i] != next {
-                self.fields[i] = next;
+            let next = (!incoming.is_null()).then(|| digest(incoming));
+            if self.digests[i] != next || (next.is_some() && self.fields[i].is_none()) {
+                self.digests[i] = next;
+                self.fields[i] = (!incoming.is_null()).then(|| match *name {
+                    "content" => match compact(incoming) {
+                        Value::Array(items) => Value::Array(limit_items(items)),
+                        other => other,
+                    },
+                    "rawOutput" => compact(incoming),
+                    "rawInput" if self.finished => compact(incoming),
+                    _ => incoming.clone(),
+                });
                 changed.push(*name);
             }
+        }
+        if !self.finished && matches!(self.text("status").as_deref(), Some("completed" | "failed"))
+        {
+            self.finished = true;
+            let i = index_of("rawInput");
+            self.fields[i] = self.fields[i].as_ref().map(compact);
         }
         changed
     }
@@ -149,8 +189,71 @@ impl ToolCall {
     }
 
     fn set(&mut self, name: &str, value: Option<Value>) {
-        self.fields[index_of(name)] = value;
+        let i = index_of(name);
+        self.digests[i] = value.as_ref().map(digest);
+        self.fields[i] = value;
     }
+}
+
+/// A digest of a value's full content (strings, numbers, structure and keys).
+fn digest(value: &Value) -> u64 {
+    fn feed(value: &Value, hasher: &mut std::hash::DefaultHasher) {
+        match value {
+            Value::Null => 0u8.hash(hasher),
+            Value::Bool(b) => (1u8, b).hash(hasher),
+            Value::Number(n) => (2u8, n.to_string()).hash(hasher),
+            Value::String(s) => (3u8, s).hash(hasher),
+            Value::Array(items) => {
+                (4u8, items.len()).hash(hasher);
+                items.iter().for_each(|v| feed(v, hasher));
+            }
+            Value::Object(map) => {
+                (5u8, map.len()).hash(hasher);
+                for (k, v) in map {
+                    k.hash(hasher);
+                    feed(v, hasher);
+                }
+            }
+        }
+    }
+    let mut hasher = std::hash::DefaultHasher::new();
+    feed(value, &mut hasher);
+    hasher.finish()
+}
+
+/// `value` with every string longer than [`KEPT_TEXT`] cut (paths are kept whole).
+fn compact(value: &Value) -> Value {
+    match value {
+        Value::String(s) if s.len() > KEPT_TEXT => {
+            let mut end = KEPT_TEXT;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            Value::String(format!("{}…", &s[..end]))
+        }
+        Value::Array(items) => Value::Array(items.iter().map(compact).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let kept = if k == "path" { v.clone() } else { compact(v) };
+                    (k.clone(), kept)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// At most [`KEPT_ITEMS`] content items; a cut list ends with a diff without a path, which no
+/// path rule allows.
+fn limit_items(mut items: Vec<Value>) -> Vec<Value> {
+    if items.len() > KEPT_ITEMS {
+        items.truncate(KEPT_ITEMS - 1);
+        items.push(
+            serde_json::json!({"type": "diff", "_acptap": "more content items were not kept"}),
+        );
+    }
+    items
 }
 
 /// The tool-call update a `session/update`'s params carry, if they carry one.
@@ -165,10 +268,18 @@ pub fn from_session_update(params: &Value) -> Option<(&Map<String, Value>, Updat
     Some((update, how))
 }
 
-/// The tool calls of a connection so far, by session and toolCallId.
+/// Most tool calls held per connection; past it the oldest are let go (and remembered as such).
+pub const MAX_TOOL_CALLS: usize = 10_000;
+
+/// The tool calls of a connection so far, by session and toolCallId. At most
+/// [`MAX_TOOL_CALLS`] are held: the oldest go first, and a digest of each id let go is kept so
+/// that [`ToolCalls::forgotten`] can say so.
 #[derive(Debug, Default)]
 pub struct ToolCalls {
     calls: HashMap<(String, String), Option<ToolCall>>,
+    /// Creation order, for letting the oldest go.
+    order: std::collections::VecDeque<(String, String)>,
+    forgotten: std::collections::HashSet<u64>,
 }
 
 impl ToolCalls {
@@ -192,13 +303,34 @@ impl ToolCalls {
         how: UpdateKind,
     ) -> Option<(&ToolCall, bool, Vec<&'static str>)> {
         let tool_call_id = update.get("toolCallId").and_then(Value::as_str)?;
-        let slot = self
-            .calls
-            .entry((session_id.to_owned(), tool_call_id.to_owned()))
-            .or_default();
+        let key = (session_id.to_owned(), tool_call_id.to_owned());
+        if !self.calls.contains_key(&key) {
+            while self.calls.len() >= MAX_TOOL_CALLS {
+                let Some(oldest) = self.order.pop_front() else {
+                    break;
+                };
+                if self.calls.remove(&oldest).is_some() {
+                    self.forgotten.insert(key_digest(&oldest.0, &oldest.1));
+                }
+            }
+            self.order.push_back(key.clone());
+        }
+        let slot = self.calls.entry(key).or_default();
         let (created, changed) = ToolCall::upsert(slot, update, how);
         Some((slot.as_ref()?, created, changed))
     }
+
+    /// Whether this tool call was held once and let go to bound memory.
+    pub fn forgotten(&self, session_id: &str, tool_call_id: &str) -> bool {
+        self.forgotten
+            .contains(&key_digest(session_id, tool_call_id))
+    }
+}
+
+fn key_digest(session_id: &str, tool_call_id: &str) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    (session_id, tool_call_id).hash(&mut hasher);
+    hasher.finish()
 }
 
 fn index_of(name: &str) -> usize {
@@ -336,5 +468,66 @@ mod tests {
             UpdateKind::ToolCallUpdate,
         );
         assert!(changed.is_empty());
+    }
+
+    #[test]
+    fn heavy_fields_are_kept_short_and_a_change_is_still_seen() {
+        let big = "x".repeat(100_000);
+        let mut call = created(json!({"kind": "edit", "rawInput": {"new_string": big},
+            "content": [{"type": "diff", "path": "/p/a", "newText": big}]}));
+        let kept = call.get("content").unwrap().to_string();
+        assert!(
+            kept.len() < 2 * KEPT_TEXT && kept.contains("/p/a"),
+            "{kept}"
+        );
+        // The policy still sees the whole rawInput of a call that is not finished.
+        assert_eq!(call.get("rawInput").unwrap()["new_string"], json!(big));
+        // A change beyond the kept prefix is a change.
+        let other = format!("{big}y");
+        let changed = call.apply(
+            &map(json!({"content": [{"type": "diff", "path": "/p/a", "newText": other}]})),
+            UpdateKind::ToolCallUpdate,
+        );
+        assert_eq!(changed, vec!["content"]);
+        let changed = call.apply(
+            &map(json!({"content": [{"type": "diff", "path": "/p/a", "newText": other}]})),
+            UpdateKind::ToolCallUpdate,
+        );
+        assert!(changed.is_empty());
+        // Finished: rawInput is cut too, and the call says so.
+        assert!(!call.finished);
+        call.apply(
+            &map(json!({"status": "completed"})),
+            UpdateKind::ToolCallUpdate,
+        );
+        assert!(call.finished);
+        assert!(call.get("rawInput").unwrap().to_string().len() < 2 * KEPT_TEXT);
+    }
+
+    #[test]
+    fn a_long_content_list_ends_with_an_item_no_path_rule_allows() {
+        let items: Vec<Value> = (0..KEPT_ITEMS + 10)
+            .map(|i| json!({"type": "diff", "path": format!("/p/{i}")}))
+            .collect();
+        let call = created(json!({"content": items}));
+        let kept = call.get("content").unwrap().as_array().unwrap();
+        assert_eq!(kept.len(), KEPT_ITEMS);
+        assert!(kept.last().unwrap().get("path").is_none());
+    }
+
+    #[test]
+    fn the_oldest_tool_calls_are_let_go_and_remembered_as_such() {
+        let mut calls = ToolCalls::default();
+        for i in 0..MAX_TOOL_CALLS + 5 {
+            calls.apply(
+                "s",
+                &map(json!({"toolCallId": format!("t{i}")})),
+                UpdateKind::ToolCall,
+            );
+        }
+        assert_eq!(calls.keys().count(), MAX_TOOL_CALLS);
+        assert!(calls.get("s", "t0").is_none() && calls.forgotten("s", "t0"));
+        assert!(calls.get("s", "t6").is_some() && !calls.forgotten("s", "t6"));
+        assert!(!calls.forgotten("s", "never-seen"));
     }
 }

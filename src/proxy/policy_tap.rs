@@ -204,15 +204,21 @@ impl PolicyTap {
         let session = msg.session_id().unwrap_or_default().to_owned();
         let tool_call_id = msg.tool_call_id().unwrap_or_default().to_owned();
         let key = (session, tool_call_id);
-        let verdict = if self.unreadable.contains(&key) {
+        let unknown = if self.unreadable.contains(&key) {
+            Some("was changed by a line acptap could not read")
+        } else if self.tool_calls.forgotten(&key.0, &key.1) {
+            Some("is older than the tool calls acptap holds in memory")
+        } else {
+            None
+        };
+        let verdict = if let Some(why) = unknown {
             Verdict {
                 decision: Decision::Ask,
-                rule: Some("guard:unreadable-update".into()),
+                rule: Some("guard:unknown-tool-call".into()),
                 option_id: None,
                 option_kind: None,
                 reason: format!(
-                    "tool call `{}` was changed by a line acptap could not read, so what the \
-                     client shows of it is unknown here",
+                    "tool call `{}` {why}, so what the client shows of it is unknown here",
                     key.1
                 ),
             }

@@ -14,6 +14,7 @@ use rusqlite_migration::{M, Migrations};
 use serde_json::Value;
 
 use crate::protocol::Fact;
+use crate::protocol::toolcall::UpdateKind;
 
 /// How long a write waits for another process's transaction before giving up for this batch
 /// (it is then retried): several acptap processes may record into one file.
@@ -407,11 +408,51 @@ fn store_fact(
             tool_call_id,
             how,
             changed,
-            state,
+            status,
             ..
         } => {
-            let text = |name| state.text(name);
-            let js = |name| state.get(name).map(Value::to_string);
+            // Only the columns the message changed are written; a content chunk is appended
+            // in SQL, so the recorder never holds a tool call's whole content.
+            let chunk = (*how == UpdateKind::ContentChunk)
+                .then(|| changed.iter().find(|(n, _)| *n == "content"))
+                .flatten()
+                .and_then(|(_, v)| v.as_ref())
+                .map(Value::to_string);
+            let column = |name: &str| -> (bool, Option<String>) {
+                match changed.iter().find(|(n, _)| *n == name) {
+                    _ if name == "content" && chunk.is_some() => {
+                        (false, chunk.as_ref().map(|item| format!("[{item}]")))
+                    }
+                    Some((_, value)) => {
+                        let text = value.as_ref().map(|v| match v {
+                            Value::String(s) if matches!(name, "title" | "kind" | "status") => {
+                                s.clone()
+                            }
+                            other => other.to_string(),
+                        });
+                        (true, text)
+                    }
+                    None => (false, None),
+                }
+            };
+            let [
+                title,
+                kind,
+                status_col,
+                content,
+                locations,
+                raw_input,
+                raw_output,
+            ] = [
+                "title",
+                "kind",
+                "status",
+                "content",
+                "locations",
+                "rawInput",
+                "rawOutput",
+            ]
+            .map(column);
             let tool_call_row: i64 = tx
                 .prepare_cached(
                     "INSERT INTO tool_calls (connection_id, session_id, tool_call_id, title, kind, status,
@@ -419,9 +460,19 @@ fn store_fact(
                          last_updated_at, update_count)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, 1)
                      ON CONFLICT (connection_id, session_id, tool_call_id) DO UPDATE SET
-                         title = excluded.title, kind = excluded.kind, status = excluded.status,
-                         content = excluded.content, locations = excluded.locations,
-                         raw_input = excluded.raw_input, raw_output = excluded.raw_output,
+                         title = CASE WHEN ?13 THEN excluded.title ELSE title END,
+                         kind = CASE WHEN ?14 THEN excluded.kind ELSE kind END,
+                         status = CASE WHEN ?15 THEN excluded.status ELSE status END,
+                         content = CASE
+                             WHEN ?20 IS NOT NULL THEN json_insert(
+                                 CASE WHEN content IS NULL THEN '[]'
+                                      WHEN json_type(content) = 'array' THEN content
+                                      ELSE json_array(json(content)) END,
+                                 '$[#]', json(?20))
+                             WHEN ?16 THEN excluded.content ELSE content END,
+                         locations = CASE WHEN ?17 THEN excluded.locations ELSE locations END,
+                         raw_input = CASE WHEN ?18 THEN excluded.raw_input ELSE raw_input END,
+                         raw_output = CASE WHEN ?19 THEN excluded.raw_output ELSE raw_output END,
                          last_updated_at = excluded.last_updated_at,
                          update_count = update_count + 1
                      RETURNING id",
@@ -431,15 +482,23 @@ fn store_fact(
                         connection_id,
                         session_id,
                         tool_call_id,
-                        text("title"),
-                        text("kind"),
-                        text("status"),
-                        js("content"),
-                        js("locations"),
-                        js("rawInput"),
-                        js("rawOutput"),
+                        title.1,
+                        kind.1,
+                        status_col.1,
+                        content.1,
+                        locations.1,
+                        raw_input.1,
+                        raw_output.1,
                         how.as_str(),
                         row.ts,
+                        title.0,
+                        kind.0,
+                        status_col.0,
+                        content.0,
+                        locations.0,
+                        raw_input.0,
+                        raw_output.0,
+                        chunk,
                     ],
                     |r| r.get(0),
                 )?;
@@ -453,8 +512,9 @@ fn store_fact(
                     message_id,
                     row.ts,
                     how.as_str(),
-                    serde_json::to_string(changed).unwrap_or_default(),
-                    text("status"),
+                    serde_json::to_string(&changed.iter().map(|(n, _)| n).collect::<Vec<_>>())
+                        .unwrap_or_default(),
+                    status,
                 ])?;
             }
         }

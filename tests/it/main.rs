@@ -4,6 +4,7 @@ mod demo;
 mod faults;
 mod inspect;
 mod lifecycle;
+mod memory;
 mod policy;
 mod policy_corpora;
 mod policy_corpus;
