@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{DbArgs, print, print_json};
-use crate::policy::{Context, Decision, Policy, Verdict};
-use crate::protocol::toolcall::{self, ToolCall, UpdateKind};
+use crate::policy::{Context, Decision, DecisionInput, Policy, Verdict};
+use crate::protocol::toolcall::{self, ToolCall};
 use crate::record::queries::{self, RecordedPermission};
 
 #[derive(Debug, Args)]
@@ -155,6 +155,9 @@ struct Replayed {
     policy: Verdict,
     user: String,
     decided_by: Option<String>,
+    /// `recorded`: decided on the live decision's own input; `reconstructed`: from the
+    /// recorded lines (a request recorded without a policy).
+    input: &'static str,
 }
 
 fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
@@ -215,30 +218,52 @@ fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
 fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replayed> {
     let message: Value = serde_json::from_slice(&recorded.request).ok()?;
     let params = message.get("params")?;
-    // The tool call as it stood when the request came.
-    let mut known: Option<ToolCall> = None;
-    for line in &recorded.earlier_updates {
-        let Ok(update) = serde_json::from_slice::<Value>(line) else {
-            continue;
-        };
-        if let Some((update, how)) = update.get("params").and_then(toolcall::from_session_update) {
-            ToolCall::upsert(&mut known, update, how);
+    let recorded_input = recorded
+        .policy_input
+        .as_deref()
+        .and_then(|text| serde_json::from_str::<DecisionInput>(text).ok());
+    let source = if recorded_input.is_some() {
+        "recorded"
+    } else {
+        "reconstructed"
+    };
+    let input = match recorded_input {
+        // Exactly what the live policy decided on.
+        Some(input) => input,
+        // Recorded without a policy: the tool call as it stood when the request came.
+        None => {
+            let mut known: Option<ToolCall> = None;
+            for line in &recorded.earlier_updates {
+                let Some(update) = crate::protocol::message::decode(line) else {
+                    continue;
+                };
+                if let Some((update, how)) =
+                    update.get("params").and_then(toolcall::from_session_update)
+                {
+                    ToolCall::upsert(&mut known, update, how);
+                }
+            }
+            let cwd = recorded.cwd.as_deref().map(std::path::Path::new);
+            DecisionInput::new(
+                params,
+                known.as_ref(),
+                Context {
+                    cwd,
+                    agent: recorded.agent_name.as_deref(),
+                },
+                None,
+            )
         }
-    }
-    let cwd = recorded.cwd.as_deref().map(std::path::Path::new);
-    let verdict = policy.decide(
-        params,
-        known.as_ref(),
-        Context {
-            cwd,
-            agent: recorded.agent_name.as_deref(),
-        },
-    );
-    let mut state = known;
-    if let Some(Value::Object(update)) = params.get("toolCall") {
-        ToolCall::upsert(&mut state, update, UpdateKind::PermissionRequest);
-    }
-    let state = state.unwrap_or_default();
+    };
+    let verdict = policy.decide_input(&input, params.get("options"));
+    let state = input.tool_call.as_ref();
+    let field = |name: &str| {
+        state.and_then(|c| c.get(name)).map(|v| {
+            v.as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string())
+        })
+    };
     let user = match (recorded.outcome.as_deref(), recorded.option_kind.as_deref()) {
         (Some("selected"), Some(kind)) => kind.to_owned(),
         (Some(outcome), _) => outcome.to_owned(),
@@ -256,10 +281,11 @@ fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replaye
         connection_id: recorded.connection_id,
         session_id: recorded.session_id,
         tool_call_id: recorded.tool_call_id,
-        title: state.text("title"),
-        kind: state.text("kind"),
+        title: field("title"),
+        kind: field("kind"),
         policy: verdict,
         user,
         decided_by: recorded.decided_by,
+        input: source,
     })
 }

@@ -76,6 +76,67 @@ pub struct Context<'a> {
     pub agent: Option<&'a str>,
 }
 
+/// What a decision is made on, recorded with it so that `policy replay` decides on exactly what
+/// the live tap saw: the tool call as it stood (the request's `toolCall` merged over what was
+/// known), the session's cwd and the agent's name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct DecisionInput {
+    /// The merged tool call (its fields and `toolCallId`); `None` when the request is not about
+    /// a tool call.
+    #[serde(rename = "toolCall")]
+    pub tool_call: Option<Value>,
+    pub cwd: Option<String>,
+    pub agent: Option<String>,
+    /// Left to the user before any rule is looked at: the guard (if one) and why.
+    #[serde(
+        rename = "leftToUser",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub left_to_user: Option<(Option<String>, String)>,
+}
+
+impl DecisionInput {
+    /// The input for a request's params, given what was known of its tool call. `unknown`: the
+    /// tap could not follow this tool call (the guard and why).
+    pub fn new(
+        params: &Value,
+        known: Option<&ToolCall>,
+        context: Context,
+        unknown: Option<(String, String)>,
+    ) -> DecisionInput {
+        let mut input = DecisionInput {
+            tool_call: None,
+            cwd: context.cwd.map(|c| c.to_string_lossy().into_owned()),
+            agent: context.agent.map(str::to_owned),
+            left_to_user: unknown.map(|(guard, why)| (Some(guard), why)),
+        };
+        let Some(Value::Object(update)) = params.get("toolCall") else {
+            return input;
+        };
+        if !update.get("toolCallId").is_some_and(Value::is_string) {
+            input.left_to_user.get_or_insert((
+                None,
+                "the request names no toolCallId: left to the user".into(),
+            ));
+            return input;
+        }
+        if known.is_some_and(|k| k.finished) {
+            input.left_to_user.get_or_insert((
+                None,
+                "the tool call already finished (its input is no longer held): left to the user"
+                    .into(),
+            ));
+        }
+        let mut merged = known.cloned();
+        ToolCall::upsert(&mut merged, update, UpdateKind::PermissionRequest);
+        let mut call = merged.unwrap_or_default().to_object();
+        call.insert("toolCallId".into(), update["toolCallId"].clone());
+        input.tool_call = Some(Value::Object(call));
+        input
+    }
+}
+
 /// A loaded policy, ready to decide.
 #[derive(Debug)]
 pub struct Policy {
@@ -195,32 +256,41 @@ impl Policy {
     /// Decides a `session/request_permission` (its params). `known` is the tool call's state as
     /// recorded before the request.
     pub fn decide(&self, params: &Value, known: Option<&ToolCall>, context: Context) -> Verdict {
-        let ask = |reason: String| Verdict {
+        let input = DecisionInput::new(params, known, context, None);
+        self.decide_input(&input, params.get("options"))
+    }
+
+    /// Decides on what a decision is made on ([`DecisionInput`]): live, or as recorded.
+    pub fn decide_input(&self, input: &DecisionInput, options: Option<&Value>) -> Verdict {
+        let ask = |rule: Option<String>, reason: String| Verdict {
             decision: Decision::Ask,
-            rule: None,
+            rule,
             option_id: None,
             option_kind: None,
             reason,
         };
-        let Some(Value::Object(update)) = params.get("toolCall") else {
-            return ask("not about a tool call: left to the user".into());
-        };
-        if !update.get("toolCallId").is_some_and(Value::is_string) {
-            return ask("the request names no toolCallId: left to the user".into());
+        if let Some((rule, reason)) = &input.left_to_user {
+            return ask(rule.clone(), reason.clone());
         }
-        if known.is_some_and(|k| k.finished) {
+        let Some(Value::Object(call)) = &input.tool_call else {
+            return ask(None, "not about a tool call: left to the user".into());
+        };
+        let (merged, _) = ToolCall::create(call, UpdateKind::PermissionRequest);
+        if merged.finished {
+            // Its rawInput may have been cut (see `protocol::toolcall`): nothing to decide on.
             return ask(
-                "the tool call already finished (its input is no longer held): left to the user"
-                    .into(),
+                None,
+                "the request says the tool call finished: left to the user".into(),
             );
         }
-        let mut merged = known.cloned();
-        ToolCall::upsert(&mut merged, update, UpdateKind::PermissionRequest);
-        let merged = merged.expect("upsert leaves a tool call");
+        let context = Context {
+            cwd: input.cwd.as_deref().map(Path::new),
+            agent: input.agent.as_deref(),
+        };
         let cwd = context.cwd.map(canonical);
         let view = self.view(&merged, cwd.as_deref(), context.agent);
         let outcome = self.evaluate(&view, cwd.as_deref());
-        finish(outcome, params.get("options"))
+        finish(outcome, options)
     }
 
     fn view(&self, call: &ToolCall, cwd: Option<&Path>, agent: Option<&str>) -> View {

@@ -255,11 +255,13 @@ pub fn workdirs(raw_input: Option<&Value>, content: Option<&Value>) -> Vec<Resul
             .get("content")
             .and_then(|c| c.get("text"))
             .and_then(Value::as_str);
-        if let Some(dir) = text
-            .and_then(|t| t.strip_prefix("[current working directory "))
-            .and_then(|t| t.split_once("]").map(|(dir, _)| dir))
-        {
-            out.push(Ok(dir.to_owned()));
+        if let Some(rest) = text.and_then(|t| t.strip_prefix("[current working directory ")) {
+            // No closing bracket (a directory longer than the text kept): unknowable.
+            out.push(
+                rest.split_once(']')
+                    .map(|(dir, _)| dir.to_owned())
+                    .ok_or_else(|| "content[].content.text".to_owned()),
+            );
         }
     }
     out

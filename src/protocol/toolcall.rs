@@ -100,6 +100,15 @@ impl ToolCall {
         self.fields[i].as_ref()
     }
 
+    /// The state as a JSON object of its set fields.
+    pub fn to_object(&self) -> Map<String, Value> {
+        FIELDS
+            .iter()
+            .zip(&self.fields)
+            .filter_map(|(name, value)| Some(((*name).to_owned(), value.clone()?)))
+            .collect()
+    }
+
     /// A field as text: strings as they are, anything else as JSON.
     pub fn text(&self, name: &str) -> Option<String> {
         self.get(name).map(|v| match v {

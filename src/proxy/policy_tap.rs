@@ -20,7 +20,7 @@ use memchr::memmem;
 use serde_json::Value;
 
 use super::pump::{Disposition, LineTap};
-use crate::policy::{Context, Decision, Policy, Verdict};
+use crate::policy::{Context, Decision, DecisionInput, Policy};
 use crate::protocol::toolcall::{self, ToolCalls, UpdateKind};
 use crate::protocol::{Message, MessageKind, parse_line};
 use crate::record::{Annotation, PolicyNote};
@@ -211,37 +211,38 @@ impl PolicyTap {
         } else {
             None
         };
-        let verdict = if let Some(why) = unknown {
-            Verdict {
-                decision: Decision::Ask,
-                rule: Some("guard:unknown-tool-call".into()),
-                option_id: None,
-                option_kind: None,
-                reason: format!(
-                    "tool call `{}` {why}, so what the client shows of it is unknown here",
-                    key.1
-                ),
-            }
-        } else {
-            let cwd = self.sessions.lock().cwd.get(&key.0).cloned();
-            self.policy.decide(
-                params,
-                self.tool_calls.get(&key.0, &key.1),
-                Context {
-                    cwd: cwd.as_deref(),
-                    agent: self.agent.as_deref(),
-                },
-            )
-        };
+        let cwd = self.sessions.lock().cwd.get(&key.0).cloned();
+        let input = DecisionInput::new(
+            params,
+            self.tool_calls.get(&key.0, &key.1),
+            Context {
+                cwd: cwd.as_deref(),
+                agent: self.agent.as_deref(),
+            },
+            unknown.map(|why| {
+                (
+                    "guard:unknown-tool-call".to_owned(),
+                    format!(
+                        "tool call `{}` {why}, so what the client shows of it is unknown here",
+                        key.1
+                    ),
+                )
+            }),
+        );
+        let verdict = self.policy.decide_input(&input, params.get("options"));
         self.observe(msg);
         let note = Arc::new(PolicyNote {
+            decision: verdict.decision.as_str(),
+            rule: verdict.rule,
+            reason: verdict.reason,
+            option_id: verdict.option_id.clone(),
             policy_hash: self.policy.hash().to_owned(),
             shadow: self.shadow,
-            verdict,
+            input: serde_json::to_string(&input).unwrap_or_default(),
         });
-        let option = note.verdict.option_id.clone();
+        let option = verdict.option_id;
         match option {
-            Some(option) if !self.shadow && note.verdict.decision != Decision::Ask => {
+            Some(option) if !self.shadow && verdict.decision != Decision::Ask => {
                 Disposition::Answer {
                     request: Annotation {
                         withheld: true,

@@ -68,13 +68,22 @@ pub struct Annotation {
     pub policy: Option<Arc<PolicyNote>>,
 }
 
-/// A policy's verdict on one permission request, as recorded.
+/// A policy's verdict on one permission request, as recorded: plain values filled by the tap
+/// (the recorder knows nothing of policies).
 #[derive(Debug, Clone)]
 pub struct PolicyNote {
-    pub verdict: crate::policy::Verdict,
+    /// `allow`, `deny` or `ask`.
+    pub decision: &'static str,
+    /// The rule or built-in guard that decided; `None` for the default.
+    pub rule: Option<String>,
+    pub reason: String,
+    /// The option acptap answers with (allow and deny only).
+    pub option_id: Option<String>,
     pub policy_hash: String,
     /// `--shadow`: evaluated and recorded, but the request went to the user anyway.
     pub shadow: bool,
+    /// What the policy decided on, as JSON (`policy::DecisionInput`).
+    pub input: String,
 }
 
 /// A line as read from one of the three streams (or written by acptap).

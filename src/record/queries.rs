@@ -434,8 +434,11 @@ pub struct RecordedPermission {
     pub option_id: Option<String>,
     pub option_kind: Option<String>,
     pub decided_by: Option<String>,
-    /// The agent's earlier lines about the same tool call (session/update), in order.
+    /// The agent's earlier lines about the same tool call (session/update), in order; read
+    /// only for requests recorded without their policy input.
     pub earlier_updates: Vec<Vec<u8>>,
+    /// What the live policy decided on (JSON of `policy::DecisionInput`), when one did.
+    pub policy_input: Option<String>,
 }
 
 /// Every recorded permission request of one session, or of all.
@@ -446,7 +449,8 @@ pub fn recorded_permissions(
     let mut rows: Vec<RecordedPermission> = conn
         .prepare(
             "SELECT p.connection_id, p.session_id, p.tool_call_id, p.request_seq, m.raw, s.cwd,
-                    c.agent_info, p.outcome, p.option_id, p.option_kind, p.decided_by
+                    c.agent_info, p.outcome, p.option_id, p.option_kind, p.decided_by,
+                    p.policy_input
              FROM permission_requests p
              JOIN messages m ON m.id = p.request_message_id
              JOIN connections c ON c.id = p.connection_id
@@ -475,6 +479,7 @@ pub fn recorded_permissions(
                     option_kind: r.get(9)?,
                     decided_by: r.get(10)?,
                     earlier_updates: Vec::new(),
+                    policy_input: r.get(11)?,
                 })
             },
         )?
@@ -486,6 +491,9 @@ pub fn recorded_permissions(
          ORDER BY seq",
     )?;
     for row in &mut rows {
+        if row.policy_input.is_some() {
+            continue;
+        }
         if let Some(tool_call_id) = &row.tool_call_id {
             row.earlier_updates = earlier
                 .query_map(

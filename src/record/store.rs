@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0001_init.sql"),
     include_str!("../../migrations/0002_policy.sql"),
     include_str!("../../migrations/0003_replay.sql"),
+    include_str!("../../migrations/0004_policy_input.sql"),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -527,8 +528,9 @@ fn store_fact(
             tx.prepare_cached(
                 "INSERT OR IGNORE INTO permission_requests (connection_id, session_id, tool_call_id,
                      request_seq, request_message_id, requested_at, options, policy_decision,
-                     policy_rule, policy_hash, policy_reason, policy_option_id, policy_shadow)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                     policy_rule, policy_hash, policy_reason, policy_option_id, policy_shadow,
+                     policy_input)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )?
             .execute(params![
                 connection_id,
@@ -538,12 +540,13 @@ fn store_fact(
                 message_id,
                 row.ts,
                 json(options),
-                policy.map(|p| p.verdict.decision.as_str()),
-                policy.and_then(|p| p.verdict.rule.as_deref()),
+                policy.map(|p| p.decision),
+                policy.and_then(|p| p.rule.as_deref()),
                 policy.map(|p| p.policy_hash.as_str()),
-                policy.map(|p| p.verdict.reason.as_str()),
-                policy.and_then(|p| p.verdict.option_id.as_deref()),
+                policy.map(|p| p.reason.as_str()),
+                policy.and_then(|p| p.option_id.as_deref()),
                 policy.map(|p| p.shadow),
+                policy.map(|p| p.input.as_str()),
             ])?;
         }
         Fact::PermissionDecided {
