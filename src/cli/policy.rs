@@ -148,6 +148,8 @@ fn test(args: TestArgs) -> anyhow::Result<i32> {
 struct Replayed {
     category: &'static str,
     connection_id: i64,
+    /// The request's line number in its connection.
+    request_seq: i64,
     session_id: Option<String>,
     tool_call_id: Option<String>,
     title: Option<String>,
@@ -279,6 +281,7 @@ fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replaye
     Some(Replayed {
         category,
         connection_id: recorded.connection_id,
+        request_seq: recorded.request_seq,
         session_id: recorded.session_id,
         tool_call_id: recorded.tool_call_id,
         title: field("title"),

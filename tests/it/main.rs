@@ -1,6 +1,7 @@
 //! acptap's integration tests: one binary, the built `acptap` between real processes.
 
 mod demo;
+mod differential;
 mod faults;
 mod inspect;
 mod lifecycle;
