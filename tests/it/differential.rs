@@ -253,7 +253,7 @@ fn random_transcript(seed: u64) -> Vec<Record> {
     let mut request_id = 100;
     for _ in 0..40 {
         let id = rng.pick(&["t1", "t2", "t3"]).to_string();
-        if rng.next() % 5 == 0 {
+        if rng.next().is_multiple_of(5) {
             request_id += 1;
             let own = rng
                 .pick(&[
