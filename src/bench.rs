@@ -617,12 +617,9 @@ impl Setup {
 /// Waits until `db` holds `count` messages; returns how long that took.
 fn recorder_lag(db: &Path, count: usize) -> Option<f64> {
     let started = Instant::now();
-    let conn = rusqlite::Connection::open(db).ok()?;
-    conn.busy_timeout(Duration::from_secs(5)).ok()?;
+    let reader = crate::record::Reader::open(db).ok()?;
     while started.elapsed() < Duration::from_secs(120) {
-        let n: i64 = conn
-            .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
-            .unwrap_or(0);
+        let n = crate::record::queries::message_count(&reader).unwrap_or(0);
         if n as usize >= count {
             return Some(started.elapsed().as_secs_f64() * 1000.0);
         }

@@ -18,7 +18,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::inspect::{self, show};
 use crate::proxy::{self, RunOptions};
 use crate::record::queries::{self, ToolFilter};
-use crate::record::{Destination, Store};
+use crate::record::{Destination, Reader, Store};
 
 /// A byte-exact recording proxy for the Agent Client Protocol.
 ///
@@ -62,6 +62,9 @@ pub enum Command {
     Prune(PruneArgs),
     /// Give the space of deleted rows back to the file system.
     Vacuum(DbOnlyArgs),
+    /// Bring a database recorded by an older acptap up to this version's schema (the views read
+    /// only, so they ask for this instead of doing it).
+    Migrate(DbOnlyArgs),
     /// Try a policy out: decide one request, run a policy's tests, or replay recorded requests.
     Policy(policy::PolicyArgs),
     /// Run a complete demo session (built-in client and agent) through the real proxy and show it.
@@ -102,8 +105,14 @@ impl DbArgs {
         )
     }
 
+    /// The database, for commands that change it (`prune`, `vacuum`, `migrate`).
     fn open(&self) -> anyhow::Result<Store> {
         Ok(Store::open_existing(&self.path()?)?)
+    }
+
+    /// The database, read-only, for the views.
+    pub(crate) fn read(&self) -> anyhow::Result<Reader> {
+        Ok(Reader::open(&self.path()?)?)
     }
 }
 
@@ -464,8 +473,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             })
         }
         Command::Sessions(args) => {
-            let store = args.db.open()?;
-            let sessions = queries::list_sessions(store.connection(), args.limit)?;
+            let reader = args.db.read()?;
+            let sessions = queries::list_sessions(&reader, args.limit)?;
             if args.json {
                 print_json(&sessions)?;
             } else if sessions.is_empty() {
@@ -476,9 +485,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Show(args) => {
-            let store = args.db.open()?;
-            let session = queries::resolve_session(store.connection(), &args.session)?;
-            let timeline = show::timeline(store.connection(), &session)?;
+            let reader = args.db.read()?;
+            let session = queries::resolve_session(&reader, &args.session)?;
+            let timeline = show::timeline(&reader, &session)?;
             if args.json {
                 print_json(&timeline)?;
             } else {
@@ -487,14 +496,14 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Tools(args) => {
-            let store = args.db.open()?;
+            let reader = args.db.read()?;
             let session = args
                 .session
                 .as_deref()
-                .map(|s| queries::resolve_session(store.connection(), s))
+                .map(|s| queries::resolve_session(&reader, s))
                 .transpose()?;
             let rows = queries::tool_calls(
-                store.connection(),
+                &reader,
                 &ToolFilter {
                     session,
                     status: args.status,
@@ -530,9 +539,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Report(args) => {
-            let store = args.db.open()?;
-            let session = queries::resolve_session(store.connection(), &args.session)?;
-            let html = crate::inspect::report::render(store.connection(), &session)?;
+            let reader = args.db.read()?;
+            let session = queries::resolve_session(&reader, &args.session)?;
+            let html = crate::inspect::report::render(&reader, &session)?;
             let path = args.output.unwrap_or_else(|| {
                 let safe: String = session
                     .session_id
@@ -570,12 +579,12 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                     std::thread::sleep(args.interval);
                 }
             }
-            let store = Store::open_existing(&path)?;
-            let mut cursor = crate::inspect::tail::Cursor::at_end(store.connection())?;
+            let reader = Reader::open(&path)?;
+            let mut cursor = crate::inspect::tail::Cursor::at_end(&reader)?;
             eprintln!("acptap: following {} (Ctrl-C to stop)", path.display());
             loop {
                 let mut text = String::new();
-                for event in cursor.poll(store.connection())? {
+                for event in cursor.poll(&reader)? {
                     if args.json {
                         text.push_str(&serde_json::to_string(&event)?);
                     } else {
@@ -591,17 +600,15 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Stats(args) => {
             use crate::inspect::stats;
-            let store = args.db.open()?;
+            let reader = args.db.read()?;
             let scope = match (&args.session, args.since) {
-                (Some(spec), _) => {
-                    stats::Scope::Session(queries::resolve_session(store.connection(), spec)?)
-                }
+                (Some(spec), _) => stats::Scope::Session(queries::resolve_session(&reader, spec)?),
                 (None, Some(since)) => {
                     stats::Scope::Since(crate::record::now_us() - since.as_micros() as i64)
                 }
                 (None, None) => stats::Scope::Since(0),
             };
-            let result = stats::stats(store.connection(), &scope)?;
+            let result = stats::stats(&reader, &scope)?;
             if args.json {
                 print_json(&result)?;
             } else {
@@ -619,6 +626,17 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             ))?;
             Ok(0)
         }
+        Command::Migrate(args) => {
+            let path = args.db.path()?;
+            let before = crate::record::store::schema_version_of(&path)?;
+            drop(args.db.open()?);
+            let after = crate::record::store::schema_version_of(&path)?;
+            print(&format!(
+                "{}: schema version {before} -> {after}\n",
+                path.display()
+            ))?;
+            Ok(0)
+        }
         Command::Vacuum(args) => {
             let path = args.db.path()?;
             let before = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
@@ -628,9 +646,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Replay(args) => {
-            let store = args.db.open()?;
-            let session = queries::resolve_session(store.connection(), &args.session)?;
-            let script = crate::replay::script::load(&store, session.connection_id)?;
+            let reader = args.db.read()?;
+            let session = queries::resolve_session(&reader, &args.session)?;
+            let script = crate::replay::script::load(&reader, session.connection_id)?;
             match args.role {
                 ReplayRole::Agent => {
                     if !args.agent.is_empty() {
@@ -657,7 +675,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                         );
                     }
                     let db = args.db.path()?;
-                    drop(store);
+                    drop(reader);
                     let report = crate::replay::client::replay_as_client(
                         crate::replay::client::ClientReplayOptions {
                             db,
@@ -675,16 +693,18 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             }
         }
         Command::Export(args) => {
-            let store = args.db.open()?;
-            let session = queries::resolve_session(store.connection(), &args.session)?;
+            let reader = args.db.read()?;
+            let session = queries::resolve_session(&reader, &args.session)?;
             let lines = match args.format {
                 ExportFormat::Jsonl => {
-                    crate::record::transcript::export(&store, session.connection_id)?
+                    crate::record::transcript::export(&reader, session.connection_id)?
                         .iter()
                         .map(serde_json::to_string)
                         .collect::<Result<Vec<_>, _>>()?
                 }
-                ExportFormat::Trace => crate::record::trace::export(&store, session.connection_id)?,
+                ExportFormat::Trace => {
+                    crate::record::trace::export(&reader, session.connection_id)?
+                }
             };
             let mut text = String::new();
             for line in &lines {
@@ -703,7 +723,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 .with_context(|| format!("cannot read {}", args.file.display()))?;
             let records = crate::record::transcript::parse(&text)
                 .with_context(|| format!("{} is not a transcript", args.file.display()))?;
-            let mut store = Store::open(&args.db.path()?)?;
+            let path = args.db.path()?;
+            let mut store = Store::open(&path)?;
             let label = args.label.or_else(|| {
                 args.file
                     .file_name()
@@ -720,8 +741,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                     started_at: crate::record::now_us(),
                 },
             )?;
+            drop(store);
             let sessions: Vec<String> =
-                queries::list_sessions(store.connection(), usize::MAX >> 1)?
+                queries::list_sessions(&Reader::open(&path)?, usize::MAX >> 1)?
                     .into_iter()
                     .filter(|s| s.connection_id == connection_id)
                     .map(|s| s.session_id)

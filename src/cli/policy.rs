@@ -164,16 +164,15 @@ struct Replayed {
 
 fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
     let policy = Policy::load(&args.policies)?;
-    let store = args.db.open()?;
+    let reader = args.db.read()?;
     let session = match args.session.as_str() {
         "all" => None,
-        spec => Some(queries::resolve_session(store.connection(), spec)?),
+        spec => Some(queries::resolve_session(&reader, spec)?),
     };
-    let mut rows: Vec<Replayed> =
-        queries::recorded_permissions(store.connection(), session.as_ref())?
-            .into_iter()
-            .filter_map(|recorded| decide_again(&policy, recorded))
-            .collect();
+    let mut rows: Vec<Replayed> = queries::recorded_permissions(&reader, session.as_ref())?
+        .into_iter()
+        .filter_map(|recorded| decide_again(&policy, recorded))
+        .collect();
     // The dangerous disagreement first: the policy would have allowed what the user refused.
     let rank = |c: &str| match c {
         "would-allow-but-user-rejected" => 0,

@@ -14,7 +14,7 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use crate::inspect::show;
-use crate::record::Store;
+use crate::record::Reader;
 use crate::record::queries;
 
 pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
@@ -103,9 +103,9 @@ pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
         bail!("`acptap run` ended with {status}");
     }
 
-    let store = Store::open_existing(&db)?;
-    let session = queries::resolve_session(store.connection(), &session_id)?;
-    let timeline = show::timeline(store.connection(), &session)?;
+    let reader = Reader::open(&db)?;
+    let session = queries::resolve_session(&reader, &session_id)?;
+    let timeline = show::timeline(&reader, &session)?;
     let mut out = std::io::stdout().lock();
     write!(out, "{}", show::render(&timeline))?;
     writeln!(out, "\nRecorded into {}", db.display())?;

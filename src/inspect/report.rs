@@ -25,13 +25,13 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
-use rusqlite::{Connection, params};
 use serde_json::Value;
 use sha2::Digest;
 
 use super::show::{self, Item, TurnView};
 use super::{format_duration, format_time, one_line};
-use crate::record::queries::{self, PermissionRow, SessionRef, ToolCallRow};
+use crate::record::Reader;
+use crate::record::queries::{self, MessageRow, PermissionRow, SessionRef, ToolCallRow};
 
 /// Payloads longer than this (in bytes) are shown truncated, with an expander for the rest.
 pub const TRUNCATE_AT: usize = 4096;
@@ -62,49 +62,6 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-/// One message of the connection, as listed at the end of the report.
-struct MessageRow {
-    seq: i64,
-    ts: i64,
-    direction: String,
-    kind: String,
-    method: Option<String>,
-    rpc_id: Option<String>,
-    size: i64,
-    raw: Vec<u8>,
-    reply_to_seq: Option<i64>,
-    session_id: Option<String>,
-    origin: String,
-    forwarded: bool,
-    truncated: bool,
-}
-
-fn messages(conn: &Connection, connection_id: i64) -> rusqlite::Result<Vec<MessageRow>> {
-    conn.prepare(
-        "SELECT seq, ts, direction, kind, method, rpc_id, size, raw, reply_to_seq, session_id,
-                origin, forwarded, truncated
-         FROM messages WHERE connection_id = ?1 ORDER BY seq",
-    )?
-    .query_map([connection_id], |r| {
-        Ok(MessageRow {
-            seq: r.get(0)?,
-            ts: r.get(1)?,
-            direction: r.get(2)?,
-            kind: r.get(3)?,
-            method: r.get(4)?,
-            rpc_id: r.get(5)?,
-            size: r.get(6)?,
-            raw: r.get(7)?,
-            reply_to_seq: r.get(8)?,
-            session_id: r.get(9)?,
-            origin: r.get(10)?,
-            forwarded: r.get(11)?,
-            truncated: r.get(12)?,
-        })
-    })?
-    .collect()
-}
-
 /// What the policy said about a permission request, beyond `PermissionRow`.
 struct PolicyNote {
     decision: Option<String>,
@@ -112,40 +69,28 @@ struct PolicyNote {
     shadow: bool,
 }
 
-fn policy_notes(
-    conn: &Connection,
-    session: &SessionRef,
-) -> rusqlite::Result<HashMap<i64, PolicyNote>> {
-    conn.prepare(
-        "SELECT request_seq, policy_decision, policy_reason, policy_shadow
-         FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2",
-    )?
-    .query_map(params![session.connection_id, session.session_id], |r| {
-        Ok((
-            r.get(0)?,
-            PolicyNote {
-                decision: r.get(1)?,
-                reason: r.get(2)?,
-                shadow: r.get::<_, Option<bool>>(3)?.unwrap_or(false),
-            },
-        ))
-    })?
-    .collect()
-}
-
 /// Renders the report of one session: a complete HTML document.
-pub fn render(conn: &Connection, session: &SessionRef) -> rusqlite::Result<String> {
-    let timeline = show::timeline(conn, session)?;
-    let turns = queries::turns(conn, session)?;
-    let calls = queries::session_tool_calls(conn, session)?;
-    let permissions = queries::permission_requests(conn, session)?;
-    let notes = policy_notes(conn, session)?;
-    let messages = messages(conn, session.connection_id)?;
-    let (started_at, exit_signal): (Option<i64>, Option<i64>) = conn.query_row(
-        "SELECT started_at, exit_signal FROM connections WHERE id = ?1",
-        [session.connection_id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+pub fn render(reader: &Reader, session: &SessionRef) -> rusqlite::Result<String> {
+    let timeline = show::timeline(reader, session)?;
+    let turns = queries::turns(reader, session)?;
+    let calls = queries::session_tool_calls(reader, session)?;
+    let permissions = queries::permission_requests(reader, session)?;
+    let notes: HashMap<i64, PolicyNote> = permissions
+        .iter()
+        .map(|p| {
+            (
+                p.request_seq,
+                PolicyNote {
+                    decision: p.policy_decision.clone(),
+                    reason: p.policy_reason.clone(),
+                    shadow: p.policy_shadow,
+                },
+            )
+        })
+        .collect();
+    let messages = queries::connection_messages(reader, session.connection_id)?;
+    let (started_at, exit_signal) =
+        queries::connection_start_and_signal(reader, session.connection_id)?;
 
     let page = Page {
         session,

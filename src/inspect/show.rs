@@ -5,11 +5,11 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{format_duration, format_time, one_line};
+use crate::record::Reader;
 use crate::record::queries::{self, PermissionRow, SessionRef, SessionSummary, ToolCallRow};
 
 #[derive(Debug, Serialize)]
@@ -50,17 +50,18 @@ pub enum Item {
     },
 }
 
-pub fn timeline(conn: &Connection, session: &SessionRef) -> rusqlite::Result<Timeline> {
-    let summary = queries::session_summary_of(conn, session)?;
-    let turns = queries::turns(conn, session)?;
-    let tool_calls: HashMap<String, ToolCallRow> = queries::session_tool_calls(conn, session)?
+pub fn timeline(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Timeline> {
+    let summary = queries::session_summary_of(reader, session)?;
+    let turns = queries::turns(reader, session)?;
+    let tool_calls: HashMap<String, ToolCallRow> = queries::session_tool_calls(reader, session)?
         .into_iter()
         .map(|t| (t.tool_call_id.clone(), t))
         .collect();
-    let mut permissions: HashMap<i64, PermissionRow> = queries::permission_requests(conn, session)?
-        .into_iter()
-        .map(|p| (p.request_seq, p))
-        .collect();
+    let mut permissions: HashMap<i64, PermissionRow> =
+        queries::permission_requests(reader, session)?
+            .into_iter()
+            .map(|p| (p.request_seq, p))
+            .collect();
 
     let mut views: Vec<TurnView> = turns
         .iter()
@@ -77,7 +78,7 @@ pub fn timeline(conn: &Connection, session: &SessionRef) -> rusqlite::Result<Tim
         })
         .collect();
     let mut shown_calls = HashSet::new();
-    for line in queries::session_lines(conn, session)? {
+    for line in queries::session_lines(reader, session)? {
         // A line belongs to the last turn that started before it.
         let Some(turn) = turns.iter().rposition(|t| t.request_seq <= line.seq) else {
             continue;

@@ -13,9 +13,12 @@
 //! lock, the batch is kept and retried; any other failure drops the batch, counts its lines, and
 //! says so once. The connection's row then gets `complete = 0` and `lost_messages`.
 
+pub mod follow;
 pub mod queries;
 mod queue;
+pub mod reader;
 pub mod redact;
+pub mod stats;
 pub mod store;
 pub mod trace;
 pub mod transcript;
@@ -29,6 +32,7 @@ use bytes::Bytes;
 
 use crate::protocol::{Direction, MessageKind, Observer, parse_line};
 use queue::{ByteBoundedQueue, ByteSize, RECORD_BUFFER_BYTES};
+pub use reader::Reader;
 use store::MessageRow;
 pub use store::{ConnectionEnd, ConnectionStart, Store, StoreError};
 

@@ -1,7 +1,9 @@
 //! Read-side queries for the inspection commands (`sessions`, `show`, `tools`). Plain rows out;
 //! rendering is `inspect/`'s business.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::Reader;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -102,7 +104,8 @@ fn session_summary(row: &Row) -> rusqlite::Result<SessionSummary> {
 }
 
 /// The most recent sessions first.
-pub fn list_sessions(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<SessionSummary>> {
+pub fn list_sessions(reader: &Reader, limit: usize) -> rusqlite::Result<Vec<SessionSummary>> {
+    let conn = reader.conn();
     conn.prepare(&format!(
         "{SESSION_SUMMARY_SQL} ORDER BY s.created_at DESC, s.id DESC LIMIT ?1"
     ))?
@@ -111,9 +114,10 @@ pub fn list_sessions(conn: &Connection, limit: usize) -> rusqlite::Result<Vec<Se
 }
 
 pub fn session_summary_of(
-    conn: &Connection,
+    reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<SessionSummary> {
+    let conn = reader.conn();
     conn.query_row(
         &format!("{SESSION_SUMMARY_SQL} WHERE s.connection_id = ?1 AND s.session_id = ?2"),
         params![session.connection_id, session.session_id],
@@ -123,7 +127,8 @@ pub fn session_summary_of(
 
 /// Finds a session by `last`, its whole id, or a unique prefix of it. A session id recorded by
 /// several connections (a `session/load`) means its latest recording.
-pub fn resolve_session(conn: &Connection, spec: &str) -> Result<SessionRef, QueryError> {
+pub fn resolve_session(reader: &Reader, spec: &str) -> Result<SessionRef, QueryError> {
+    let conn = reader.conn();
     let latest = |sql: &str, arg: &str| -> rusqlite::Result<Option<SessionRef>> {
         conn.query_row(sql, [arg], |r| {
             Ok(SessionRef {
@@ -157,7 +162,7 @@ pub fn resolve_session(conn: &Connection, spec: &str) -> Result<SessionRef, Quer
         .collect::<Result<_, _>>()?;
     match candidates.as_slice() {
         [] => Err(QueryError::NoSuchSession(spec.to_owned())),
-        [one] => resolve_session(conn, one),
+        [one] => resolve_session(reader, one),
         _ => Err(QueryError::Ambiguous {
             spec: spec.to_owned(),
             candidates,
@@ -177,7 +182,8 @@ pub struct Turn {
     pub cancel_requested_at: Option<i64>,
 }
 
-pub fn turns(conn: &Connection, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
+pub fn turns(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
+    let conn = reader.conn();
     conn.prepare(
         "SELECT request_seq, response_seq, started_at, ended_at, duration_us, stop_reason, error,
                 cancel_requested_at
@@ -247,11 +253,11 @@ impl ToolCallRow {
 
 /// Every tool call of one session, in order of first appearance.
 pub fn session_tool_calls(
-    conn: &Connection,
+    reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<Vec<ToolCallRow>> {
     tool_calls(
-        conn,
+        reader,
         &ToolFilter {
             session: Some(session.clone()),
             ..ToolFilter::default()
@@ -272,9 +278,10 @@ pub struct ConnectionLine {
 
 /// Every recorded line of a connection (stderr included), in order.
 pub fn connection_lines(
-    conn: &Connection,
+    reader: &Reader,
     connection_id: i64,
 ) -> rusqlite::Result<Vec<ConnectionLine>> {
+    let conn = reader.conn();
     conn.prepare(
         "SELECT seq, ts, direction, raw, origin, forwarded FROM messages
          WHERE connection_id = ?1 ORDER BY seq",
@@ -300,7 +307,8 @@ pub struct ToolFilter {
     pub kind: Option<String>,
 }
 
-pub fn tool_calls(conn: &Connection, filter: &ToolFilter) -> rusqlite::Result<Vec<ToolCallRow>> {
+pub fn tool_calls(reader: &Reader, filter: &ToolFilter) -> rusqlite::Result<Vec<ToolCallRow>> {
+    let conn = reader.conn();
     let session = filter.session.as_ref();
     conn.prepare(
         "SELECT k.connection_id, k.session_id, k.tool_call_id, k.title, k.kind, k.status, k.content,
@@ -356,15 +364,20 @@ pub struct PermissionRow {
     pub option_kind: Option<String>,
     pub decided_by: Option<String>,
     pub policy_rule: Option<String>,
+    pub policy_decision: Option<String>,
+    pub policy_reason: Option<String>,
+    pub policy_shadow: bool,
 }
 
 pub fn permission_requests(
-    conn: &Connection,
+    reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<Vec<PermissionRow>> {
+    let conn = reader.conn();
     conn.prepare(
         "SELECT tool_call_id, request_seq, requested_at, decided_at, decision_us, options, outcome,
-                option_id, option_kind, decided_by, policy_rule
+                option_id, option_kind, decided_by, policy_rule, policy_decision, policy_reason,
+                policy_shadow
          FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2 ORDER BY request_seq",
     )?
     .query_map(params![session.connection_id, session.session_id], |r| {
@@ -380,6 +393,9 @@ pub fn permission_requests(
             option_kind: r.get(8)?,
             decided_by: r.get(9)?,
             policy_rule: r.get(10)?,
+            policy_decision: r.get(11)?,
+            policy_reason: r.get(12)?,
+            policy_shadow: r.get::<_, Option<bool>>(13)?.unwrap_or(false),
         })
     })?
     .collect()
@@ -397,10 +413,8 @@ pub struct SessionLine {
 }
 
 /// The session's notifications and requests (not responses), in order.
-pub fn session_lines(
-    conn: &Connection,
-    session: &SessionRef,
-) -> rusqlite::Result<Vec<SessionLine>> {
+pub fn session_lines(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<SessionLine>> {
+    let conn = reader.conn();
     conn.prepare(
         "SELECT seq, ts, direction, kind, method, raw FROM messages
          WHERE connection_id = ?1 AND session_id = ?2 AND kind IN ('request', 'notification')
@@ -443,9 +457,10 @@ pub struct RecordedPermission {
 
 /// Every recorded permission request of one session, or of all.
 pub fn recorded_permissions(
-    conn: &Connection,
+    reader: &Reader,
     session: Option<&SessionRef>,
 ) -> rusqlite::Result<Vec<RecordedPermission>> {
+    let conn = reader.conn();
     let mut rows: Vec<RecordedPermission> = conn
         .prepare(
             "SELECT p.connection_id, p.session_id, p.tool_call_id, p.request_seq, m.raw, s.cwd,
@@ -509,4 +524,98 @@ pub fn recorded_permissions(
         }
     }
     Ok(rows)
+}
+
+/// One recorded line of a connection, with everything the recorder stored about it.
+#[derive(Debug, Clone)]
+pub struct MessageRow {
+    pub seq: i64,
+    pub ts: i64,
+    pub direction: String,
+    pub kind: String,
+    pub method: Option<String>,
+    pub rpc_id: Option<String>,
+    pub size: i64,
+    pub raw: Vec<u8>,
+    pub reply_to_seq: Option<i64>,
+    pub session_id: Option<String>,
+    pub origin: String,
+    pub forwarded: bool,
+    pub truncated: bool,
+}
+
+/// Every line of a connection, in order.
+pub fn connection_messages(
+    reader: &Reader,
+    connection_id: i64,
+) -> rusqlite::Result<Vec<MessageRow>> {
+    reader
+        .conn()
+        .prepare(
+            "SELECT seq, ts, direction, kind, method, rpc_id, size, raw, reply_to_seq, session_id,
+                    origin, forwarded, truncated
+             FROM messages WHERE connection_id = ?1 ORDER BY seq",
+        )?
+        .query_map([connection_id], |r| {
+            Ok(MessageRow {
+                seq: r.get(0)?,
+                ts: r.get(1)?,
+                direction: r.get(2)?,
+                kind: r.get(3)?,
+                method: r.get(4)?,
+                rpc_id: r.get(5)?,
+                size: r.get(6)?,
+                raw: r.get(7)?,
+                reply_to_seq: r.get(8)?,
+                session_id: r.get(9)?,
+                origin: r.get(10)?,
+                forwarded: r.get(11)?,
+                truncated: r.get(12)?,
+            })
+        })?
+        .collect()
+}
+
+/// When a connection started, and the signal that ended its agent (if one did).
+pub fn connection_start_and_signal(
+    reader: &Reader,
+    connection_id: i64,
+) -> rusqlite::Result<(Option<i64>, Option<i64>)> {
+    reader.conn().query_row(
+        "SELECT started_at, exit_signal FROM connections WHERE id = ?1",
+        [connection_id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+}
+
+/// The sessions a connection created or loaded (not merely named), in order.
+pub fn announced_sessions(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<String>> {
+    reader
+        .conn()
+        .prepare(
+            "SELECT session_id FROM sessions WHERE connection_id = ?1 AND origin != 'seen'
+             ORDER BY created_at, id",
+        )?
+        .query_map([connection_id], |r| r.get(0))?
+        .collect()
+}
+
+/// The latest connection recorded by the `acptap run` with this process id and label.
+pub fn connection_of_proxy(
+    reader: &Reader,
+    proxy_pid: u32,
+    label: &str,
+) -> rusqlite::Result<Option<i64>> {
+    reader.conn().query_row(
+        "SELECT max(id) FROM connections WHERE proxy_pid = ?1 AND label = ?2",
+        params![proxy_pid, label],
+        |r| r.get(0),
+    )
+}
+
+/// How many lines are recorded, over every connection.
+pub fn message_count(reader: &Reader) -> rusqlite::Result<i64> {
+    reader
+        .conn()
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
 }

@@ -18,7 +18,7 @@ use crate::protocol::toolcall::UpdateKind;
 
 /// How long a write waits for another process's transaction before giving up for this batch
 /// (it is then retried): several acptap processes may record into one file.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The recorder checkpoints itself only when the log passes this many pages (16 MiB); by then
 /// the checkpointer thread has copied almost all of it, so it is cheap.
@@ -45,6 +45,19 @@ pub enum StoreError {
         "no database at {0}: record a session first with `acptap run` or `acptap demo`, or point --db / ACPTAP_DB at one"
     )]
     Missing(PathBuf),
+    #[error(
+        "{path} has schema version {found}, this acptap reads version {expected}: {}",
+        if found < expected {
+            format!("run `acptap migrate --db {}` to bring it up to date (it only adds what newer versions record)", path.display())
+        } else {
+            "it was written by a newer acptap; use that one".to_owned()
+        }
+    )]
+    Schema {
+        path: PathBuf,
+        found: i64,
+        expected: i64,
+    },
     #[error(transparent)]
     Sql(#[from] rusqlite::Error),
 }
@@ -160,10 +173,6 @@ impl Store {
         Ok(Store { conn })
     }
 
-    pub fn connection(&self) -> &Connection {
-        &self.conn
-    }
-
     pub fn begin_connection(&mut self, start: &ConnectionStart) -> Result<i64, StoreError> {
         self.conn.execute(
             "INSERT INTO connections (label, command, cwd, pid, proxy_pid, started_at)
@@ -269,6 +278,24 @@ impl Store {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// The schema version this acptap writes and reads (SQLite's `user_version`).
+pub(crate) fn schema_version() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// The schema version of an existing database file, read without changing it.
+pub fn schema_version_of(path: &Path) -> Result<i64, StoreError> {
+    if !path.exists() {
+        return Err(StoreError::Missing(path.to_owned()));
+    }
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| StoreError::Open {
+            path: path.to_owned(),
+            source: e.into(),
+        })?;
+    Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
 }
 
 pub(crate) fn migrations() -> Migrations<'static> {

@@ -83,7 +83,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::store::Store;
+use super::Reader;
 
 /// The editor's swimlane.
 pub const CLIENT: &str = "client";
@@ -148,16 +148,16 @@ pub enum TraceError {
 }
 
 /// The connection's trace, one NDJSON line each (without the `\n`), in `seq` order.
-pub fn export(store: &Store, connection_id: i64) -> Result<Vec<String>, TraceError> {
-    events(store, connection_id)?
+pub fn export(reader: &Reader, connection_id: i64) -> Result<Vec<String>, TraceError> {
+    events(reader, connection_id)?
         .iter()
         .map(|event| serde_json::to_string(event).map_err(TraceError::from))
         .collect()
 }
 
 /// The connection's trace events, in `seq` order (see the module documentation).
-pub fn events(store: &Store, connection_id: i64) -> Result<Vec<TraceEvent>, TraceError> {
-    let conn = store.connection();
+pub fn events(reader: &Reader, connection_id: i64) -> Result<Vec<TraceEvent>, TraceError> {
+    let conn = reader.conn();
     let started_at: i64 = conn
         .query_row(
             "SELECT started_at FROM connections WHERE id = ?1",

@@ -112,10 +112,13 @@ pub fn parse(text: &str) -> Result<Vec<TranscriptRecord>, TranscriptError> {
 }
 
 /// The lines of a connection as transcript records (`t` relative to its first line).
-pub fn export(store: &Store, connection_id: i64) -> Result<Vec<TranscriptRecord>, TranscriptError> {
+pub fn export(
+    reader: &super::Reader,
+    connection_id: i64,
+) -> Result<Vec<TranscriptRecord>, TranscriptError> {
     let mut out = Vec::new();
     let mut first_ts = None;
-    for line in super::queries::connection_lines(store.connection(), connection_id)? {
+    for line in super::queries::connection_lines(reader, connection_id)? {
         let super::queries::ConnectionLine {
             seq,
             ts,

@@ -24,8 +24,8 @@ use serde_json::{Value, json};
 use super::divergence;
 use super::script::{ScriptLine, with_id, with_renamed_strings};
 use crate::protocol::{Direction, Message, MessageKind, parse_line};
-use crate::record::Store;
-use crate::record::queries::SessionRef;
+use crate::record::queries::{self, SessionRef};
+use crate::record::{Reader, Store};
 
 /// How long the replay waits for the agent before it gives up on a turn.
 const AGENT_PATIENCE: Duration = Duration::from_secs(120);
@@ -340,18 +340,13 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         eprintln!("acptap replay: the agent ended with {status}");
     }
 
-    let mut store = Store::open_existing(&options.db)?;
-    let live_connection: i64 = store
-        .connection()
-        .query_row(
-            "SELECT max(id) FROM connections WHERE proxy_pid = ?1 AND label = ?2",
-            rusqlite::params![proxy_pid, label],
-            |r| r.get(0),
-        )
+    let reader = Reader::open(&options.db)?;
+    let live_connection = queries::connection_of_proxy(&reader, proxy_pid, &label)?
         .context("cannot find the live run's recording")?;
-    store.link_replay(live_connection, options.original.connection_id)?;
+    Store::open_existing(&options.db)?
+        .link_replay(live_connection, options.original.connection_id)?;
     Ok(divergence::compare(
-        store.connection(),
+        &reader,
         &options.original,
         live_connection,
     )?)

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use rusqlite::Connection;
+use crate::record::Reader;
 use serde_json::Value;
 
 use crate::record::queries::{self, SessionRef, ToolCallRow};
@@ -104,10 +104,10 @@ fn call(row: &ToolCallRow) -> Call {
     }
 }
 
-fn turns(conn: &Connection, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
-    let calls = queries::session_tool_calls(conn, session)?;
-    let permissions = queries::permission_requests(conn, session)?;
-    let recorded = queries::turns(conn, session)?;
+fn turns(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
+    let calls = queries::session_tool_calls(reader, session)?;
+    let permissions = queries::permission_requests(reader, session)?;
+    let recorded = queries::turns(reader, session)?;
     let within = |seq: Option<i64>, t: &queries::Turn| {
         seq.is_some_and(|s| s >= t.request_seq && t.response_seq.is_none_or(|end| s <= end))
     };
@@ -147,15 +147,11 @@ fn turns(conn: &Connection, session: &SessionRef) -> rusqlite::Result<Vec<Turn>>
 
 /// The live session that stands for `original`: the one created in the same position.
 fn live_session(
-    conn: &Connection,
+    reader: &Reader,
     original: &SessionRef,
     live_connection: i64,
 ) -> rusqlite::Result<Option<SessionRef>> {
-    let sessions = |connection: i64| -> rusqlite::Result<Vec<String>> {
-        conn.prepare("SELECT session_id FROM sessions WHERE connection_id = ?1 AND origin != 'seen' ORDER BY created_at, id")?
-            .query_map([connection], |r| r.get(0))?
-            .collect()
-    };
+    let sessions = |connection: i64| queries::announced_sessions(reader, connection);
     let position = sessions(original.connection_id)?
         .iter()
         .position(|s| s == &original.session_id)
@@ -170,7 +166,7 @@ fn live_session(
 }
 
 pub fn compare(
-    conn: &Connection,
+    reader: &Reader,
     original: &SessionRef,
     live_connection: i64,
 ) -> rusqlite::Result<Report> {
@@ -178,15 +174,15 @@ pub fn compare(
         original: Some(original.clone()),
         ..Report::default()
     };
-    let Some(live) = live_session(conn, original, live_connection)? else {
+    let Some(live) = live_session(reader, original, live_connection)? else {
         report
             .differences
             .push("the live agent created no session".into());
         return Ok(report);
     };
     report.live = Some(live.clone());
-    let recorded = turns(conn, original)?;
-    let observed = turns(conn, &live)?;
+    let recorded = turns(reader, original)?;
+    let observed = turns(reader, &live)?;
     for (i, pair) in recorded
         .iter()
         .zip(observed.iter().map(Some).chain(std::iter::repeat(None)))

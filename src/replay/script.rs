@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::value::RawValue;
 
 use crate::protocol::{Direction, Message, parse_line};
-use crate::record::{Store, queries};
+use crate::record::{Reader, queries};
 
 /// One recorded protocol line.
 #[derive(Debug, Clone)]
@@ -20,26 +20,24 @@ pub struct ScriptLine {
 }
 
 /// The c2a and a2c lines of a connection, in order (stderr left out).
-pub fn load(store: &Store, connection_id: i64) -> rusqlite::Result<Vec<ScriptLine>> {
-    Ok(
-        queries::connection_lines(store.connection(), connection_id)?
-            .into_iter()
-            .filter_map(|line| {
-                let direction = match line.direction.as_str() {
-                    "c2a" => Direction::ClientToAgent,
-                    "a2c" => Direction::AgentToClient,
-                    _ => return None,
-                };
-                Some(ScriptLine {
-                    seq: line.seq,
-                    ts: line.ts,
-                    direction,
-                    message: parse_line(&line.raw),
-                    raw: line.raw,
-                })
+pub fn load(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<ScriptLine>> {
+    Ok(queries::connection_lines(reader, connection_id)?
+        .into_iter()
+        .filter_map(|line| {
+            let direction = match line.direction.as_str() {
+                "c2a" => Direction::ClientToAgent,
+                "a2c" => Direction::AgentToClient,
+                _ => return None,
+            };
+            Some(ScriptLine {
+                seq: line.seq,
+                ts: line.ts,
+                direction,
+                message: parse_line(&line.raw),
+                raw: line.raw,
             })
-            .collect(),
-    )
+        })
+        .collect())
 }
 
 /// The line with its top-level `"id"` value replaced by `id` (JSON text), every other byte kept.

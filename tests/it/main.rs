@@ -9,6 +9,8 @@ mod memory;
 mod policy;
 mod policy_corpora;
 mod policy_corpus;
+mod policy_effects;
+mod readonly;
 mod redaction;
 mod replay;
 mod report;

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use acptap::inspect::report;
-use acptap::record::Store;
+use acptap::record::Reader;
 use acptap::record::queries::resolve_session;
 use serde_json::{Value, json};
 
@@ -21,9 +21,9 @@ const CHROMIUM_LIMIT: Duration = Duration::from_secs(30);
 
 /// Renders the report of the database's latest session.
 fn render_last(sb: &Sandbox) -> (String, String) {
-    let store = Store::open_existing(&sb.db()).expect("open the database");
-    let session = resolve_session(store.connection(), "last").expect("a session");
-    let html = report::render(store.connection(), &session).expect("render the report");
+    let reader = Reader::open(&sb.db()).expect("open the database");
+    let session = resolve_session(&reader, "last").expect("a session");
+    let html = report::render(&reader, &session).expect("render the report");
     (session.session_id, html)
 }
 

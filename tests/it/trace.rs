@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use acptap::record::Store;
+use acptap::record::Reader;
 use acptap::record::trace;
 use serde_json::{Value, json};
 
@@ -17,7 +17,7 @@ fn import(sb: &Sandbox, path: &Path) -> i64 {
 }
 
 fn export(sb: &Sandbox, connection_id: i64) -> Vec<Value> {
-    let store = Store::open_existing(&sb.db()).unwrap();
+    let store = Reader::open(&sb.db()).unwrap();
     let lines = trace::export(&store, connection_id).unwrap();
     lines
         .iter()
@@ -304,7 +304,7 @@ fn trace_times_never_go_back() {
 fn trace_of_a_missing_connection_is_an_error() {
     let sb = Sandbox::new();
     import(&sb, &fixture(SAMPLES[1]));
-    let store = Store::open_existing(&sb.db()).unwrap();
+    let store = Reader::open(&sb.db()).unwrap();
     let e = trace::export(&store, 999).unwrap_err();
     assert!(e.to_string().contains("999"), "{e}");
 }

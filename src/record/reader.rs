@@ -1,0 +1,91 @@
+//! The read side: a database opened read-only, for every view (`sessions`, `show`, `tools`,
+//! `report`, `stats`, `tail`, `export`, `replay`, `policy replay`).
+//!
+//! A [`Reader`] never writes: it opens the file with `SQLITE_OPEN_READ_ONLY` and `query_only`,
+//! migrates nothing, takes no lock beyond SQLite's shared read lock, and so works on a file the
+//! user cannot write and while any number of `acptap run` record into it (WAL). A database whose
+//! schema is older than this acptap's is refused with the fix (`acptap migrate`); every SQL
+//! statement of the views lives in `record/` (`queries.rs`), behind typed functions.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::store::{BUSY_TIMEOUT, StoreError, schema_version};
+
+pub struct Reader {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Reader {
+    /// Opens an existing database for reading.
+    pub fn open(path: &Path) -> Result<Reader, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_owned()));
+        }
+        let open_err = |source: rusqlite::Error| StoreError::Open {
+            path: path.to_owned(),
+            source: source.into(),
+        };
+        let open = |target: &Path, extra: OpenFlags| -> rusqlite::Result<(Connection, i64)> {
+            let conn = Connection::open_with_flags(
+                target,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | extra,
+            )?;
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.pragma_update(None, "query_only", true)?;
+            let version = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            Ok((conn, version))
+        };
+        let (conn, found) = open(path, OpenFlags::empty())
+            .or_else(|first| {
+                // A WAL database whose `-shm` file is gone and cannot be made (a read-only copy, a
+                // directory the user cannot write): nobody is writing it, so it can be read as an
+                // immutable file.
+                let beside = |suffix: &str| PathBuf::from(format!("{}{suffix}", path.display()));
+                let wal_holds_frames = std::fs::metadata(beside("-wal")).is_ok_and(|m| m.len() > 0);
+                if beside("-shm").exists() || wal_holds_frames {
+                    return Err(first);
+                }
+                let uri = format!("file:{}?immutable=1", uri_path(path));
+                open(Path::new(&uri), OpenFlags::SQLITE_OPEN_URI).map_err(|_| first)
+            })
+            .map_err(open_err)?;
+        let expected = schema_version();
+        if found != expected {
+            return Err(StoreError::Schema {
+                path: path.to_owned(),
+                found,
+                expected,
+            });
+        }
+        Ok(Reader {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection, for the typed queries of `record/`.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+/// `path` for a `file:` URI: `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
+}
