@@ -461,16 +461,20 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             } else {
                 Destination::Database(args.db.path()?)
             };
-            proxy::run(RunOptions {
-                agent: args.agent,
-                destination,
-                label: args.label,
-                eof_grace: args.grace,
-                kill_grace: args.grace,
-                policy,
-                shadow: args.shadow,
-                redactor,
-            })
+            let outcome = proxy::run(
+                RunOptions {
+                    agent: args.agent,
+                    destination,
+                    label: args.label,
+                    eof_grace: args.grace,
+                    kill_grace: args.grace,
+                    policy,
+                    shadow: args.shadow,
+                    redactor,
+                },
+                proxy::ClientStreams::stdio()?,
+            )?;
+            Ok(outcome.exit_code)
         }
         Command::Sessions(args) => {
             let reader = args.db.read()?;

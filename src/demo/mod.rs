@@ -1,21 +1,25 @@
 //! `acptap demo`: a complete recorded session with no editor and no model.
 //!
-//! The demo client here starts `acptap run -- acptap demo-agent` as a child process (so every
-//! byte goes through the real proxy, framing, recorder and database), drives one prompt turn,
-//! answers the agent's permission request, then prints the `show` view of what was recorded.
+//! The demo client here runs the real proxy in this process (`proxy::InProcess`: the same
+//! framing, pumps, recorder and database as `acptap run`) in front of `acptap demo-agent`, a
+//! child process, drives one prompt turn, answers the agent's permission request, then prints the
+//! `show` view of what was recorded.
 
 pub mod agent;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use crate::inspect::show;
+use crate::proxy::{InProcess, RunOptions};
+use crate::record::Destination;
 use crate::record::Reader;
 use crate::record::queries;
+use crate::record::redact::Redactor;
 
 pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
     let db = match db.filter(|p| !p.as_os_str().is_empty()) {
@@ -29,20 +33,22 @@ pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
     };
     let exe = std::env::current_exe().context("cannot find the acptap executable")?;
     let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
-    let mut proxy = Command::new(&exe)
-        .arg("run")
-        .arg("--db")
-        .arg(&db)
-        .args(["--label", "demo", "--"])
-        .arg(&exe)
-        .arg("demo-agent")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("cannot start `acptap run` for the demo")?;
-    let mut to_agent = proxy.stdin.take().expect("piped");
-    let mut from_agent = BufReader::new(proxy.stdout.take().expect("piped"));
+    let proxy = InProcess::start(RunOptions {
+        agent: vec![exe.to_string_lossy().into_owned(), "demo-agent".into()],
+        destination: Destination::Database(db.clone()),
+        label: Some("demo".into()),
+        eof_grace: Duration::from_secs(5),
+        kill_grace: Duration::from_secs(5),
+        policy: None,
+        shadow: false,
+        redactor: Redactor::default_only(),
+    })?;
+    let InProcess {
+        mut to_agent,
+        from_agent,
+        proxy,
+    } = proxy;
+    let mut from_agent = BufReader::new(from_agent);
 
     let mut call = |id: u64, method: &str, params: Value| -> anyhow::Result<Value> {
         send(
@@ -98,13 +104,20 @@ pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
         }),
     )?;
     drop(to_agent); // end of the session: the proxy closes the agent's stdin
-    let status = proxy.wait()?;
-    if !status.success() {
-        bail!("`acptap run` ended with {status}");
+    drop(from_agent);
+    let outcome = proxy.wait()?;
+    if outcome.exit_code != 0 {
+        bail!("the demo agent ended with exit code {}", outcome.exit_code);
     }
+    let connection_id = outcome
+        .connection_id
+        .context("the demo session could not be recorded (see the message above)")?;
 
     let reader = Reader::open(&db)?;
-    let session = queries::resolve_session(&reader, &session_id)?;
+    let session = queries::SessionRef {
+        connection_id,
+        session_id: session_id.clone(),
+    };
     let timeline = show::timeline(&reader, &session)?;
     let mut out = std::io::stdout().lock();
     write!(out, "{}", show::render(&timeline))?;

@@ -796,6 +796,9 @@ pub fn analyse(words: &[String]) -> Arguments {
             }
             reader.read(1, &mut out);
             let positionals = reader.positionals.clone();
+            if matches!(spec.special, Special::Python | Special::Node) {
+                program_from_stdin(words, &positionals, &mut out);
+            }
             match spec.special {
                 Special::Sed => sed_scripts(&reader, &positionals, &mut out),
                 Special::Awk => awk_program(&reader, &positionals, &mut out),
@@ -825,6 +828,29 @@ pub fn analyse(words: &[String]) -> Arguments {
         }
     }
     out
+}
+
+/// `echo 'import os; ...' | python3`, `python3 -`, `node < x.js`: with no script (or `-`) an
+/// interpreter runs what comes on standard input, which the policy cannot see. Asking for the
+/// version or help runs nothing.
+fn program_from_stdin(words: &[String], positionals: &[usize], out: &mut Arguments) {
+    let program_given = out.dangers.iter().any(|d| d.effect == RunsPrograms);
+    let informational = words[1..]
+        .iter()
+        .any(|w| matches!(w.as_str(), "-V" | "-v" | "--version" | "-h" | "--help"));
+    match positionals.first() {
+        Some(&index) if words[index] == "-" => {
+            out.dangers
+                .push(danger(index, "- (standard input)", "-", RunsPrograms))
+        }
+        None if !program_given && !informational => out.dangers.push(danger(
+            words.len(),
+            "(no script: standard input)",
+            &words[0],
+            RunsPrograms,
+        )),
+        _ => {}
+    }
 }
 
 fn danger(index: usize, names: &str, word: &str, effect: Effect) -> Danger {
@@ -940,8 +966,19 @@ impl<'a> Reader<'a> {
                 }
             }
             Value::Path => {
-                if is_pattern_option(option.0) {
+                let patterns = self.positionals_kind == Positionals::PatternThenPaths;
+                if patterns && is_pattern_option(option.0) {
                     self.pattern_given = true;
+                } else if value == "-" {
+                    // `make -f -`, `sort --files0-from=-`, `tar -T -`: the program, or the names
+                    // of the files, come from standard input, which the policy cannot see.
+                    let effect = if option.0.contains("--makefile") {
+                        RunsPrograms
+                    } else {
+                        LeavesProject
+                    };
+                    out.dangers
+                        .push(danger(index, option.0, "- (standard input)", effect));
                 }
                 self.path(index, value, out)
             }
@@ -1434,6 +1471,25 @@ mod tests {
         assert_eq!(dangers("sed /x/e f"), ["sed SCRIPT"]);
         assert_eq!(dangers("sed /unterminated f"), ["sed SCRIPT"]);
         assert_eq!(dangers("python3 -m pip install x"), ["-m"]);
+        assert_eq!(dangers("python3"), ["(no script: standard input)"]);
+        assert_eq!(dangers("python3 -"), ["- (standard input)"]);
+        assert_eq!(dangers("python3 -u -"), ["- (standard input)"]);
+        assert!(dangers("python3 --version").is_empty());
+        assert!(dangers("python3 hello.py").is_empty());
+        assert_eq!(dangers("node"), ["(no script: standard input)"]);
+        assert_eq!(
+            dangers("make -f -"),
+            ["-f --file --makefile -I --include-dir"]
+        );
+        assert_eq!(
+            dangers("make -f-"),
+            ["-f --file --makefile -I --include-dir"]
+        );
+        assert_eq!(
+            dangers("sort --files0-from=-"),
+            ["-T --temporary-directory --files0-from --random-source"]
+        );
+        assert!(dangers("grep -f - src").is_empty());
         assert_eq!(
             analyse(&words("git --no-pager -c a=b log")).subcommand,
             Some(4)

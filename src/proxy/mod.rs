@@ -78,8 +78,98 @@ enum Escalation {
     Kill(Instant),
 }
 
-/// Runs the proxy until the agent is gone. Returns the exit code to exit with.
-pub fn run(mut options: RunOptions) -> anyhow::Result<i32> {
+/// The client's side of the proxy: where its lines come from and go to.
+pub struct ClientStreams {
+    pub input: Box<dyn std::io::Read + Send>,
+    pub output: Box<dyn std::io::Write + Send>,
+    /// Where the agent's stderr goes.
+    pub errors: Box<dyn std::io::Write + Send>,
+    /// Catch SIGINT, SIGTERM and SIGHUP and pass them to the agent: for `acptap run`, whose
+    /// process belongs to the session; not for a proxy run inside another command.
+    pub forward_signals: bool,
+}
+
+impl ClientStreams {
+    /// Our own stdin, stdout and stderr (duplicated, so the pumps own plain files and Rust's
+    /// buffered handles stay out of the data path), with signals passed on.
+    pub fn stdio() -> std::io::Result<ClientStreams> {
+        Ok(ClientStreams {
+            input: Box::new(File::from(std::io::stdin().as_fd().try_clone_to_owned()?)),
+            output: Box::new(File::from(std::io::stdout().as_fd().try_clone_to_owned()?)),
+            errors: Box::new(File::from(std::io::stderr().as_fd().try_clone_to_owned()?)),
+            forward_signals: true,
+        })
+    }
+}
+
+/// A proxy running on a thread of this process, with the client's ends of its pipes: what
+/// `demo` and `replay --as client` drive, so that they never spawn `acptap run`, never look for
+/// its recording, and never read a policy from the user's configuration.
+pub struct InProcess {
+    /// Lines written here reach the agent through the proxy; drop it to end the session.
+    pub to_agent: std::io::PipeWriter,
+    /// The agent's lines, after the proxy.
+    pub from_agent: std::io::PipeReader,
+    pub proxy: ProxyThread,
+}
+
+/// The thread a proxy runs on.
+pub struct ProxyThread(std::thread::JoinHandle<anyhow::Result<RunOutcome>>);
+
+impl InProcess {
+    /// Starts the agent behind a proxy on its own thread; the agent's stderr goes to ours.
+    pub fn start(options: RunOptions) -> anyhow::Result<InProcess> {
+        let (input, to_agent) = std::io::pipe()?;
+        let (from_agent, output) = std::io::pipe()?;
+        let errors = File::from(std::io::stderr().as_fd().try_clone_to_owned()?);
+        let client = ClientStreams {
+            input: Box::new(input),
+            output: Box::new(output),
+            errors: Box::new(errors),
+            forward_signals: false,
+        };
+        let proxy = std::thread::Builder::new()
+            .name("acptap-proxy".into())
+            .spawn(move || run(options, client))?;
+        Ok(InProcess {
+            to_agent,
+            from_agent,
+            proxy: ProxyThread(proxy),
+        })
+    }
+}
+
+impl ProxyThread {
+    /// Waits for the proxy to end (after the client's end of the pipe to the agent is closed,
+    /// or when the agent exits by itself).
+    pub fn wait(self) -> anyhow::Result<RunOutcome> {
+        self.0
+            .join()
+            .map_err(|_| anyhow::anyhow!("the proxy thread panicked"))?
+    }
+}
+
+/// How a proxy run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// The agent's exit code (128 + N for a signal), to exit with.
+    pub exit_code: i32,
+    /// The recording's connection id; `None` with `--no-record` or when recording failed.
+    pub connection_id: Option<i64>,
+}
+
+/// Ends the agent's process group when dropped: on every way out of [`run`], early returns
+/// included, nothing the agent started outlives the proxy in its group.
+struct AgentGuard(u32);
+
+impl Drop for AgentGuard {
+    fn drop(&mut self) {
+        lifecycle::signal_group(self.0, SIGKILL);
+    }
+}
+
+/// Runs the proxy between `client` and the agent until the agent is gone.
+pub fn run(mut options: RunOptions, client: ClientStreams) -> anyhow::Result<RunOutcome> {
     let mut child = lifecycle::spawn_agent(&options.agent).with_context(|| {
         format!(
             "cannot start the agent `{}`; check the command after `--`",
@@ -87,6 +177,7 @@ pub fn run(mut options: RunOptions) -> anyhow::Result<i32> {
         )
     })?;
     let pid = child.id();
+    let _guard = AgentGuard(pid);
     let recorder = Recorder::start(
         options.destination.clone(),
         options.redactor.clone(),
@@ -101,13 +192,17 @@ pub fn run(mut options: RunOptions) -> anyhow::Result<i32> {
         },
     );
     let (events_tx, events) = channel();
-    let signals = forward_signals(events_tx.clone())?;
-
-    // Duplicates of our stdio, so the pumps own plain files and Rust's buffered handles stay out
-    // of the data path.
-    let stdin = File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
-    let stdout = File::from(std::io::stdout().as_fd().try_clone_to_owned()?);
-    let stderr = File::from(std::io::stderr().as_fd().try_clone_to_owned()?);
+    let signals = if client.forward_signals {
+        Some(forward_signals(events_tx.clone())?)
+    } else {
+        None
+    };
+    let ClientStreams {
+        input: stdin,
+        output: stdout,
+        errors: stderr,
+        ..
+    } = client;
     let agent_stdin = child.stdin.take().expect("piped");
     let agent_stdout = child.stdout.take().expect("piped");
     let agent_stderr = child.stderr.take().expect("piped");
@@ -155,7 +250,7 @@ pub fn run(mut options: RunOptions) -> anyhow::Result<i32> {
     spawn_pump(
         agent_stderr,
         Direction::Stderr,
-        Forward::Direct(Box::new(stderr)),
+        Forward::Direct(stderr),
         &recorder_handle,
         None,
         events_tx.clone(),
@@ -192,7 +287,9 @@ pub fn run(mut options: RunOptions) -> anyhow::Result<i32> {
             Err(_) => break,
         }
     }
-    signals.close();
+    if let Some(signals) = signals {
+        signals.close();
+    }
     // The stdout pump ended and dropped its sender: the writer finishes what is queued and ends.
     if !stdout_open {
         join_within(client_writer, CLIENT_WRITE_PATIENCE);
@@ -208,13 +305,16 @@ pub fn run(mut options: RunOptions) -> anyhow::Result<i32> {
     };
     // What could not be recorded was said once, when it happened, and is counted in the
     // connection's row (`lost_messages`, `complete = 0`) when there is one.
-    recorder.finish(ConnectionEnd {
+    let connection_id = recorder.finish(ConnectionEnd {
         ended_at: now_us(),
         exit_code: Some(exit_code),
         exit_signal,
     });
     status.context("cannot wait for the agent")?;
-    Ok(exit_code)
+    Ok(RunOutcome {
+        exit_code,
+        connection_id,
+    })
 }
 
 /// Which of the agent's output streams have not reached end of input yet.

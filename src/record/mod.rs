@@ -178,7 +178,8 @@ impl RecorderHandle {
 
 pub struct Recorder {
     handle: RecorderHandle,
-    thread: JoinHandle<()>,
+    /// Returns the connection's id when it was recorded.
+    thread: JoinHandle<Option<i64>>,
 }
 
 /// Where to record, or nowhere (`--no-record`).
@@ -215,11 +216,12 @@ impl Recorder {
         self.handle.clone()
     }
 
-    /// Records how the connection ended, writes everything still queued, and stops.
-    pub fn finish(self, end: ConnectionEnd) {
+    /// Records how the connection ended, writes everything still queued, and stops. Returns
+    /// the connection's id in the database (`None` when nothing could be recorded).
+    pub fn finish(self, end: ConnectionEnd) -> Option<i64> {
         self.handle.queue.push(Item::End(end));
         self.handle.queue.close();
-        let _ = self.thread.join();
+        self.thread.join().ok().flatten()
     }
 }
 
@@ -272,7 +274,7 @@ fn run(
     redactor: redact::Redactor,
     start: ConnectionStart,
     queue: &ByteBoundedQueue<Item>,
-) {
+) -> Option<i64> {
     let mut sink = Sink {
         store: None,
         pending: Vec::new(),
@@ -343,6 +345,7 @@ fn run(
     {
         eprintln!("acptap: cannot mark the end of connection {id} in the database: {e}");
     }
+    sink.store.map(|(_, id)| id)
 }
 
 /// How often the checkpointer copies the write-ahead log into the database.

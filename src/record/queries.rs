@@ -600,19 +600,6 @@ pub fn announced_sessions(reader: &Reader, connection_id: i64) -> rusqlite::Resu
         .collect()
 }
 
-/// The latest connection recorded by the `acptap run` with this process id and label.
-pub fn connection_of_proxy(
-    reader: &Reader,
-    proxy_pid: u32,
-    label: &str,
-) -> rusqlite::Result<Option<i64>> {
-    reader.conn().query_row(
-        "SELECT max(id) FROM connections WHERE proxy_pid = ?1 AND label = ?2",
-        params![proxy_pid, label],
-        |r| r.get(0),
-    )
-}
-
 /// How many lines are recorded, over every connection.
 pub fn message_count(reader: &Reader) -> rusqlite::Result<i64> {
     reader

@@ -46,6 +46,11 @@ pub struct Redactor {
 }
 
 impl Redactor {
+    /// The built-in patterns only (what `acptap run` uses with no configuration).
+    pub fn default_only() -> Redactor {
+        Redactor::new(&[], true).expect("the built-in patterns compile")
+    }
+
     /// `patterns` are the user's; `defaults` turns the well-known shapes on.
     pub fn new(patterns: &[String], defaults: bool) -> Result<Redactor, String> {
         let user = patterns

@@ -1,8 +1,9 @@
 //! `acptap replay SESSION --as client -- AGENT`: drives a live agent with a recorded client, then
 //! reports where the agent departed from the recording.
 //!
-//! The live agent runs behind `acptap run` (so the live run is recorded like any other, as a new
-//! connection whose `replay_of` names the original). The replay sends the recorded client
+//! The live agent runs behind the real proxy, in this process (`proxy::InProcess`), so the live
+//! run is recorded like any other, as a new connection whose `replay_of` names the original; no
+//! policy from the user's configuration takes part. The replay sends the recorded client
 //! requests in order (session ids mapped to the live ones, `--cwd` in place of the recorded cwd),
 //! sends a recorded `session/cancel` at the same point of its turn (after as many agent lines as
 //! the recording had, or as much time), and answers the agent's requests from the recording:
@@ -14,7 +15,6 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -24,8 +24,10 @@ use serde_json::{Value, json};
 use super::divergence;
 use super::script::{ScriptLine, with_id, with_renamed_strings};
 use crate::protocol::{Direction, Message, MessageKind, parse_line};
-use crate::record::queries::{self, SessionRef};
-use crate::record::{Reader, Store};
+use crate::proxy::{InProcess, RunOptions};
+use crate::record::queries::SessionRef;
+use crate::record::redact::Redactor;
+use crate::record::{Destination, Reader, Store};
 
 /// How long the replay waits for the agent before it gives up on a turn.
 const AGENT_PATIENCE: Duration = Duration::from_secs(120);
@@ -55,7 +57,7 @@ enum Reply {
 }
 
 struct Driver {
-    to_agent: std::process::ChildStdin,
+    to_agent: std::io::PipeWriter,
     from_agent: mpsc::Receiver<Message>,
     exchanges: Vec<RecordedExchange>,
     /// Recorded string -> live string: session ids, and the cwd with --cwd.
@@ -297,24 +299,30 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         }
     }
 
-    let exe = std::env::current_exe().context("cannot find the acptap executable")?;
     let label = format!("replay of {}", options.original.session_id);
-    let mut proxy = Command::new(exe)
-        .arg("run")
-        .arg("--db")
-        .arg(&options.db)
-        .args(["--label", &label, "--"])
-        .args(&options.agent)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .with_context(|| format!("cannot start `acptap run -- {}`", options.agent.join(" ")))?;
-    let proxy_pid = proxy.id();
-    let stdout = proxy.stdout.take().expect("piped");
+    let InProcess {
+        to_agent,
+        from_agent,
+        proxy,
+    } = InProcess::start(RunOptions {
+        agent: options.agent.clone(),
+        destination: Destination::Database(options.db.clone()),
+        label: Some(label),
+        eof_grace: Duration::from_secs(5),
+        kill_grace: Duration::from_secs(5),
+        policy: None,
+        shadow: false,
+        redactor: Redactor::default_only(),
+    })
+    .with_context(|| {
+        format!(
+            "cannot start `{}` behind the proxy",
+            options.agent.join(" ")
+        )
+    })?;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
+        let mut reader = BufReader::new(from_agent);
         let mut line = Vec::new();
         while reader.read_until(b'\n', &mut line).unwrap_or(0) > 0 {
             let message = parse_line(&line);
@@ -325,7 +333,7 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         }
     });
     let mut driver = Driver {
-        to_agent: proxy.stdin.take().expect("piped"),
+        to_agent,
         from_agent: rx,
         exchanges,
         renames: HashMap::new(),
@@ -334,17 +342,20 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
 
     let outcome = drive(&mut driver, script, options.cwd.as_deref());
     drop(driver);
-    let status = proxy.wait()?;
+    let run = proxy.wait()?;
     outcome?;
-    if !status.success() {
-        eprintln!("acptap replay: the agent ended with {status}");
+    if run.exit_code != 0 {
+        eprintln!(
+            "acptap replay: the agent ended with exit code {}",
+            run.exit_code
+        );
     }
-
-    let reader = Reader::open(&options.db)?;
-    let live_connection = queries::connection_of_proxy(&reader, proxy_pid, &label)?
-        .context("cannot find the live run's recording")?;
+    let live_connection = run
+        .connection_id
+        .context("the live run could not be recorded (see the message above)")?;
     Store::open_existing(&options.db)?
         .link_replay(live_connection, options.original.connection_id)?;
+    let reader = Reader::open(&options.db)?;
     Ok(divergence::compare(
         &reader,
         &options.original,
