@@ -30,3 +30,56 @@ pub mod protocol;
 pub mod proxy;
 pub mod record;
 pub mod replay;
+
+#[cfg(test)]
+mod layering {
+    //! What each module may import from the others, checked on the source: the data path and
+    //! the sans-IO cores stay free of the views and the commands.
+
+    use std::path::Path;
+
+    /// Module, and the crate modules it may name.
+    const ALLOWED: &[(&str, &[&str])] = &[
+        ("protocol", &[]),
+        ("policy", &["protocol"]),
+        ("record", &["protocol"]),
+        ("proxy", &["policy", "protocol", "record"]),
+        ("inspect", &["record", "protocol"]),
+        ("replay", &["protocol", "proxy", "record"]),
+        ("demo", &["inspect", "proxy", "record"]),
+        ("bench", &["record", "protocol"]),
+    ];
+
+    fn sources(path: &Path, out: &mut Vec<std::path::PathBuf>) {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(path).unwrap() {
+                sources(&entry.unwrap().path(), out);
+            }
+        } else if path.is_file() && path.extension().is_some_and(|e| e == "rs") {
+            out.push(path.to_owned());
+        }
+    }
+
+    #[test]
+    fn each_module_imports_only_what_it_may() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let names = regex::Regex::new(r"crate::([a-z_]+)").unwrap();
+        for (module, allowed) in ALLOWED {
+            let mut files = Vec::new();
+            sources(&src.join(module), &mut files);
+            sources(&src.join(format!("{module}.rs")), &mut files);
+            assert!(!files.is_empty(), "no source for {module}");
+            for file in files {
+                let text = std::fs::read_to_string(&file).unwrap();
+                for found in names.captures_iter(&text) {
+                    let name = &found[1];
+                    assert!(
+                        name == *module || allowed.contains(&name),
+                        "{} names crate::{name}; `{module}` may name only {allowed:?}",
+                        file.display()
+                    );
+                }
+            }
+        }
+    }
+}

@@ -138,14 +138,8 @@ pub struct RunArgs {
     /// With --policy: evaluate and record every decision, but let the user decide everything.
     #[arg(long)]
     pub shadow: bool,
-    /// Replace matches of this regex with [REDACTED] in what is recorded, never in what is
-    /// forwarded (repeatable; adds to the config file's [redact] patterns).
-    #[arg(long = "redact", value_name = "REGEX")]
-    pub redact: Vec<String>,
-    /// Do not redact the well-known secret shapes (mcpServers env and header values,
-    /// Authorization values, common token formats).
-    #[arg(long)]
-    pub no_default_redact: bool,
+    #[command(flatten)]
+    pub redaction: RedactArgs,
     /// Once the client has closed our stdin, how long the agent may take to exit before it gets
     /// SIGTERM (then SIGKILL after the same time again). E.g. 5s, 500ms.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -354,10 +348,43 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
+/// What is hidden from the recording: the same for `run` and `import`.
+#[derive(Debug, Args)]
+pub struct RedactArgs {
+    /// Replace matches of this regex with [REDACTED] in what is recorded, never in what is
+    /// forwarded (repeatable; adds to the config file's [redact] patterns).
+    #[arg(long = "redact", value_name = "REGEX")]
+    pub redact: Vec<String>,
+    /// Do not redact the well-known secret shapes (mcpServers env and header values,
+    /// Authorization values, common token formats).
+    #[arg(long)]
+    pub no_default_redact: bool,
+}
+
+impl RedactArgs {
+    /// The redactor: the config file's patterns, then these, and the defaults unless turned off.
+    fn redactor(&self, config: &config::Config) -> anyhow::Result<crate::record::redact::Redactor> {
+        let patterns: Vec<String> = config
+            .redact
+            .patterns
+            .iter()
+            .chain(&self.redact)
+            .cloned()
+            .collect();
+        crate::record::redact::Redactor::new(
+            &patterns,
+            config.redact.default && !self.no_default_redact,
+        )
+        .map_err(anyhow::Error::msg)
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    #[command(flatten)]
+    pub redaction: RedactArgs,
     /// The transcript (JSON lines).
     #[arg(value_name = "FILE.jsonl")]
     pub file: PathBuf,
@@ -444,18 +471,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             } else {
                 Some(crate::policy::Policy::load(&policies)?)
             };
-            let patterns: Vec<String> = config
-                .redact
-                .patterns
-                .iter()
-                .chain(&args.redact)
-                .cloned()
-                .collect();
-            let redactor = crate::record::redact::Redactor::new(
-                &patterns,
-                config.redact.default && !args.no_default_redact,
-            )
-            .map_err(anyhow::Error::msg)?;
+            let redactor = args.redaction.redactor(&config)?;
             let destination = if args.no_record {
                 Destination::Nowhere
             } else {
@@ -734,6 +750,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
             });
+            let redactor = args.redaction.redactor(&config)?;
             let connection_id = crate::record::transcript::import(
                 &mut store,
                 &records,
@@ -744,6 +761,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                     pid: None,
                     started_at: crate::record::now_us(),
                 },
+                &redactor,
             )?;
             drop(store);
             let sessions: Vec<String> =

@@ -311,12 +311,8 @@ fn run(
         }
         for item in batch.drain(..) {
             match item {
-                Item::Line(mut line) if recording => {
-                    // Secrets leave the line before anything is parsed or stored.
-                    if let Some(redacted) = redactor.redact(&line.raw) {
-                        line.raw = Bytes::from(redacted);
-                    }
-                    sink.pending.push(observe(&mut observer, line))
+                Item::Line(line) if recording => {
+                    sink.pending.push(ingest(&mut observer, &redactor, line))
                 }
                 // (With --no-record no line is queued at all: see RecorderHandle::enabled.)
                 Item::Line(_) => sink.lost += 1,
@@ -389,8 +385,21 @@ impl Checkpointer {
     }
 }
 
+/// The one way a line enters the database, live or imported: its secrets are redacted before
+/// anything is parsed or stored, then it is parsed and observed.
+pub(crate) fn ingest(
+    observer: &mut Observer,
+    redactor: &redact::Redactor,
+    mut line: Line,
+) -> MessageRow {
+    if let Some(redacted) = redactor.redact(&line.raw) {
+        line.raw = Bytes::from(redacted);
+    }
+    observe(observer, line)
+}
+
 /// Parses one line and runs it through the observer.
-pub(crate) fn observe(observer: &mut Observer, line: Line) -> MessageRow {
+fn observe(observer: &mut Observer, line: Line) -> MessageRow {
     let (kind, msg) = match line.direction {
         Direction::Stderr => (MessageKind::Stderr, None),
         _ if line.truncated => (MessageKind::Invalid, None),

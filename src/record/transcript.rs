@@ -15,7 +15,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::store::{ConnectionEnd, ConnectionStart, MessageRow, Store, StoreError};
-use super::{Annotation, Line, observe};
+use super::{Annotation, Line, ingest};
 use crate::protocol::{Direction, Observer};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -156,12 +156,13 @@ pub fn export(
     Ok(out)
 }
 
-/// Loads a transcript into the database as a new connection, through the same observer and
-/// store as live recording. Returns the connection's id.
+/// Loads a transcript into the database as a new connection, through the same ingest path as
+/// live recording (redaction, observer, store). Returns the connection's id.
 pub fn import(
     store: &mut Store,
     records: &[TranscriptRecord],
     start: ConnectionStart,
+    redactor: &super::redact::Redactor,
 ) -> Result<i64, TranscriptError> {
     let connection_id = store.begin_connection(&start)?;
     let mut observer = Observer::new();
@@ -173,8 +174,9 @@ pub fn import(
         };
         let raw = Bytes::from(record.bytes().map_err(at)?);
         let direction = record.direction().map_err(at)?;
-        rows.push(observe(
+        rows.push(ingest(
             &mut observer,
+            redactor,
             Line {
                 seq: seq as i64,
                 ts: start.started_at + (record.t * 1e6) as i64,

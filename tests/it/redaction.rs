@@ -133,3 +133,33 @@ fn config_file_redact_section_and_strict_errors() {
         "{stderr}"
     );
 }
+
+/// `import` takes the same ingest path as live recording: a transcript's secrets are redacted
+/// the same way (it used to store them verbatim), and `--no-default-redact` keeps them.
+#[test]
+fn import_redacts_like_live_recording() {
+    let sb = Sandbox::new();
+    let transcript = sb.path("secret.jsonl");
+    let new_session = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/p", "mcpServers": [
+        {"name": "db", "command": "db-mcp", "args": [], "env": [{"name": "DB_PASSWORD", "value": SECRET}]},
+    ]}});
+    let chunk = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": format!("I found {TOKEN}")}}}});
+    let lines = [
+        json!({"dir": "c2a", "text": new_session.to_string()}).to_string(),
+        json!({"dir": "a2c", "text": json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}}).to_string()}).to_string(),
+        json!({"dir": "a2c", "text": chunk.to_string()}).to_string(),
+    ];
+    std::fs::write(&transcript, lines.join("\n")).unwrap();
+    sb.acptap(&["import", transcript.to_str().unwrap()]);
+    let stored = db_bytes(&sb);
+    assert!(!contains(&stored, SECRET) && !contains(&stored, TOKEN));
+    assert!(contains(&stored, "[REDACTED]"));
+
+    let kept = Sandbox::new();
+    kept.acptap(&[
+        "import",
+        "--no-default-redact",
+        transcript.to_str().unwrap(),
+    ]);
+    assert!(contains(&db_bytes(&kept), TOKEN));
+}
