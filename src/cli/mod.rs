@@ -471,7 +471,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             } else {
                 Some(crate::policy::Policy::load(&policies)?)
             };
-            let redactor = args.redaction.redactor(&config)?;
+            let redactor = args.redaction.redactor(config)?;
             let destination = if args.no_record {
                 Destination::Nowhere
             } else {
@@ -750,7 +750,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
             });
-            let redactor = args.redaction.redactor(&config)?;
+            let redactor = args.redaction.redactor(config)?;
             let connection_id = crate::record::transcript::import(
                 &mut store,
                 &records,
