@@ -96,13 +96,15 @@ pub struct DbArgs {
 }
 
 impl DbArgs {
+    /// `--db`, else `$ACPTAP_DB` (clap reads both), else the config file's `db`, else the XDG
+    /// default.
     pub fn path(&self) -> anyhow::Result<PathBuf> {
-        if let Some(path) = self.db.clone().filter(|p| !p.as_os_str().is_empty()) {
-            return Ok(path);
-        }
-        default_db_path().context(
-            "cannot find a place for the database: set --db, ACPTAP_DB, XDG_DATA_HOME or HOME",
+        resolve_db(
+            self.db.clone(),
+            config::current().db.clone(),
+            default_db_path,
         )
+        .context("cannot find a place for the database: set --db, ACPTAP_DB, `db` in the config file, XDG_DATA_HOME or HOME")
     }
 
     /// The database, for commands that change it (`prune`, `vacuum`, `migrate`).
@@ -114,6 +116,17 @@ impl DbArgs {
     pub(crate) fn read(&self) -> anyhow::Result<Reader> {
         Ok(Reader::open(&self.path()?)?)
     }
+}
+
+/// The one precedence for the database's path: the flag or its environment variable, then the
+/// config file, then the default. An empty value counts as not given.
+fn resolve_db(
+    flag_or_env: Option<PathBuf>,
+    config: Option<PathBuf>,
+    default: impl FnOnce() -> Option<PathBuf>,
+) -> Option<PathBuf> {
+    let given = |p: Option<PathBuf>| p.filter(|p| !p.as_os_str().is_empty());
+    given(flag_or_env).or_else(|| given(config)).or_else(default)
 }
 
 /// `$XDG_DATA_HOME/acptap/acptap.db`, else `~/.local/share/acptap/acptap.db`.
@@ -829,5 +842,21 @@ mod tests {
         };
         assert_eq!(args.agent, vec!["agent", "--flag"]);
         assert_eq!(args.label.as_deref(), Some("x"));
+    }
+}
+
+#[cfg(test)]
+mod db_path {
+    use super::*;
+
+    #[test]
+    fn the_database_path_is_the_flag_then_the_config_then_the_default() {
+        let p = |s: &str| Some(PathBuf::from(s));
+        let default = || p("/default.db");
+        assert_eq!(resolve_db(p("/flag.db"), p("/config.db"), default), p("/flag.db"));
+        assert_eq!(resolve_db(None, p("/config.db"), default), p("/config.db"));
+        assert_eq!(resolve_db(p(""), p("/config.db"), default), p("/config.db"));
+        assert_eq!(resolve_db(None, None, default), p("/default.db"));
+        assert_eq!(resolve_db(None, p(""), || None), None);
     }
 }

@@ -163,3 +163,44 @@ fn import_redacts_like_live_recording() {
     ]);
     assert!(contains(&db_bytes(&kept), TOKEN));
 }
+
+/// The config file's `db` is where recordings go and where the views look, unless `--db` or
+/// `$ACPTAP_DB` says otherwise (it used to be parsed and ignored).
+#[test]
+fn config_file_db_is_used_after_the_flag_and_the_environment() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path("acptap")).unwrap();
+    let configured = sb.path("configured.db");
+    std::fs::write(
+        sb.path("acptap/config.toml"),
+        format!("db = {:?}\n", configured.to_str().unwrap()),
+    )
+    .unwrap();
+    let acptap = |args: &[&str], env_db: Option<&std::path::Path>| {
+        let mut command = std::process::Command::new(crate::util::acptap_bin());
+        command
+            .args(args)
+            .env_remove("ACPTAP_DB")
+            .env("XDG_CONFIG_HOME", sb.dir.path());
+        if let Some(db) = env_db {
+            command.env("ACPTAP_DB", db);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        out
+    };
+    let sample = crate::util::fixture(crate::util::SAMPLES[0]);
+    acptap(&["import", sample.to_str().unwrap()], None);
+    assert!(configured.exists(), "the config file's db was not used");
+    let listed = acptap(&["sessions"], None);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("claude"));
+    let from_env = sb.path("env.db");
+    acptap(&["import", sample.to_str().unwrap()], Some(&from_env));
+    assert!(from_env.exists());
+    let flag = sb.path("flag.db");
+    acptap(
+        &["import", "--db", flag.to_str().unwrap(), sample.to_str().unwrap()],
+        Some(&from_env),
+    );
+    assert!(flag.exists());
+}
