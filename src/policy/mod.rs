@@ -137,6 +137,9 @@ impl DecisionInput {
     }
 }
 
+/// Most paths one tool call may name and still be decided by the rules.
+pub const MAX_CALL_PATHS: usize = 1000;
+
 /// A loaded policy, ready to decide.
 #[derive(Debug)]
 pub struct Policy {
@@ -281,6 +284,22 @@ impl Policy {
             return ask(
                 None,
                 "the request says the tool call finished: left to the user".into(),
+            );
+        }
+        let named = paths::tool_call_paths(
+            merged.get("locations"),
+            merged.get("content"),
+            merged.get("rawInput"),
+        )
+        .paths
+        .len();
+        if named > MAX_CALL_PATHS {
+            // Each path costs file-system lookups on the data path: past the bound, the user sees it.
+            return ask(
+                None,
+                format!(
+                    "the tool call names {named} paths (more than {MAX_CALL_PATHS}): left to the user"
+                ),
             );
         }
         let context = Context {

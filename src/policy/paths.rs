@@ -113,8 +113,10 @@ pub fn tool_call_paths(
     raw_input: Option<&Value>,
 ) -> RawPaths {
     let mut out = RawPaths::default();
-    let push = |out: &mut RawPaths, p: &str| {
-        if !out.paths.iter().any(|known| known == p) {
+    // Each path once, in the order first named; a set keeps this linear in the locations.
+    let mut seen = std::collections::HashSet::new();
+    let mut push = |out: &mut RawPaths, p: &str| {
+        if seen.insert(p.to_owned()) {
             out.paths.push(p.to_owned());
         }
     };

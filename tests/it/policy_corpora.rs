@@ -381,3 +381,37 @@ mod property {
         }
     }
 }
+
+/// A request naming many paths is decided in time linear in their number, and past
+/// `MAX_CALL_PATHS` it goes to the user (each path costs file-system lookups on the data path).
+#[test]
+fn many_locations_are_bounded() {
+    let scratch = Scratch::new();
+    let locations = |n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|i| json!({"path": format!("${{cwd}}/src/f{i}.rs")}))
+            .collect()
+    };
+    let limit = acptap::policy::MAX_CALL_PATHS;
+    let at_limit = scratch.decide(
+        "permissive",
+        "project",
+        None,
+        &json!({"toolCallId": "t", "kind": "read", "locations": locations(limit)}),
+    );
+    assert_eq!(at_limit.decision, Decision::Allow, "{}", at_limit.reason);
+    for n in [limit + 1, 60_000] {
+        let verdict = scratch.decide(
+            "permissive",
+            "project",
+            None,
+            &json!({"toolCallId": "t", "kind": "read", "locations": locations(n)}),
+        );
+        assert_eq!(verdict.decision, Decision::Ask);
+        assert!(
+            verdict.reason.contains(&format!("{n} paths")),
+            "{}",
+            verdict.reason
+        );
+    }
+}
