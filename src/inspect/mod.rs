@@ -44,12 +44,32 @@ pub fn format_duration(us: i64) -> String {
 }
 
 /// Cuts `text` to `max` characters on one line.
+/// What a terminal must not receive from a recording: every control character but newline and
+/// tab (ESC starts CSI and OSC sequences: clipboard writes, title changes, screen clears; C1
+/// controls are their 8-bit forms), and the bidirectional controls that make text read in another
+/// order than it is stored (U+202E). Each becomes U+FFFD, so a reader sees that something was there.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| if unsafe_char(c) { '\u{FFFD}' } else { c })
+            .collect(),
+    )
+}
+
 pub fn one_line(text: &str, max: usize) -> String {
     let flat: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    let flat = flat.trim();
+    let flat = terminal_safe(flat.trim()).into_owned();
+    let flat = flat.as_str();
     if flat.chars().count() <= max {
         flat.to_owned()
     } else {
@@ -58,7 +78,7 @@ pub fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-pub fn render_sessions(sessions: &[SessionSummary]) -> String {
+fn render_sessions_unescaped(sessions: &[SessionSummary]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -88,7 +108,7 @@ pub fn render_sessions(sessions: &[SessionSummary]) -> String {
     out
 }
 
-pub fn render_tools(rows: &[ToolCallRow]) -> String {
+fn render_tools_unescaped(rows: &[ToolCallRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -132,4 +152,14 @@ mod tests {
         assert_eq!(one_line("a\nb", 10), "a b");
         assert_eq!(one_line("abcdefghijkl", 5), "abcd…");
     }
+}
+
+/// Safe for a terminal: every recorded string goes through [`terminal_safe`].
+pub fn render_sessions(sessions: &[SessionSummary]) -> String {
+    terminal_safe(&render_sessions_unescaped(sessions)).into_owned()
+}
+
+/// Safe for a terminal: every recorded string goes through [`terminal_safe`].
+pub fn render_tools(rows: &[ToolCallRow]) -> String {
+    terminal_safe(&render_tools_unescaped(rows)).into_owned()
 }

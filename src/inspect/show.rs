@@ -191,7 +191,7 @@ fn prompt_text(prompt: Option<&Value>) -> String {
         .join(" ")
 }
 
-pub fn render(t: &Timeline) -> String {
+fn render_unescaped(t: &Timeline) -> String {
     let s = &t.session;
     let mut out = String::new();
     let _ = writeln!(out, "Session {}  ({} turns)", s.session_id, t.turns.len());
@@ -302,4 +302,9 @@ pub fn render(t: &Timeline) -> String {
         }
     }
     out
+}
+
+/// Safe for a terminal: every recorded string goes through [`super::terminal_safe`].
+pub fn render(t: &Timeline) -> String {
+    super::terminal_safe(&render_unescaped(t)).into_owned()
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::format_duration;
 pub use crate::record::stats::{ByteStat, Count, Scope, Stats, ToolStat, stats};
 
-pub fn render(stats: &Stats) -> String {
+fn render_unescaped(stats: &Stats) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -46,4 +46,9 @@ pub fn render(stats: &Stats) -> String {
         let _ = writeln!(out, "{:<10} {:>9} {:>12}", b.direction, b.messages, b.bytes);
     }
     out
+}
+
+/// Safe for a terminal: every recorded string goes through [`super::terminal_safe`].
+pub fn render(stats: &Stats) -> String {
+    super::terminal_safe(&render_unescaped(stats)).into_owned()
 }

@@ -9,6 +9,19 @@ pub use crate::record::follow::{Cursor, Event};
 
 /// One line for a person; `color` adds ANSI colours by status.
 pub fn render(event: &Event, color: bool) -> String {
+    // Every recorded string is made safe before any colour is added.
+    let safe = |v: &Option<String>| v.as_deref().map(|v| super::terminal_safe(v).into_owned());
+    let event = &Event {
+        session_id: safe(&event.session_id),
+        tool_call_id: safe(&event.tool_call_id),
+        kind: safe(&event.kind),
+        title: safe(&event.title),
+        status: safe(&event.status),
+        decided_by: safe(&event.decided_by),
+        option_kind: safe(&event.option_kind),
+        stop_reason: safe(&event.stop_reason),
+        ..event.clone()
+    };
     let paint = |code: &str, text: &str| {
         if color {
             format!("\x1b[{code}m{text}\x1b[0m")

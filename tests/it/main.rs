@@ -17,6 +17,7 @@ mod report;
 mod samples;
 mod sdk;
 mod streams;
+mod terminal;
 mod trace;
 mod transcripts;
 mod util;
