@@ -133,6 +133,16 @@ fn render_tools_unescaped(rows: &[ToolCallRow]) -> String {
     out
 }
 
+/// Safe for a terminal: every recorded string goes through [`terminal_safe`].
+pub fn render_sessions(sessions: &[SessionSummary]) -> String {
+    terminal_safe(&render_sessions_unescaped(sessions)).into_owned()
+}
+
+/// Safe for a terminal: every recorded string goes through [`terminal_safe`].
+pub fn render_tools(rows: &[ToolCallRow]) -> String {
+    terminal_safe(&render_tools_unescaped(rows)).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,14 +162,4 @@ mod tests {
         assert_eq!(one_line("a\nb", 10), "a b");
         assert_eq!(one_line("abcdefghijkl", 5), "abcd…");
     }
-}
-
-/// Safe for a terminal: every recorded string goes through [`terminal_safe`].
-pub fn render_sessions(sessions: &[SessionSummary]) -> String {
-    terminal_safe(&render_sessions_unescaped(sessions)).into_owned()
-}
-
-/// Safe for a terminal: every recorded string goes through [`terminal_safe`].
-pub fn render_tools(rows: &[ToolCallRow]) -> String {
-    terminal_safe(&render_tools_unescaped(rows)).into_owned()
 }
