@@ -165,6 +165,7 @@ struct AgentGuard(u32);
 impl Drop for AgentGuard {
     fn drop(&mut self) {
         lifecycle::signal_group(self.0, SIGKILL);
+        lifecycle::end_orphans(Some(self.0));
     }
 }
 

@@ -142,3 +142,31 @@ fn missing_agent_is_a_clear_error() {
     );
     assert!(output.stdout.is_empty());
 }
+
+/// A descendant that left the agent's process group (`setsid`) does not outlive acptap: acptap is
+/// the child subreaper, so the orphan becomes its child and is ended with the proxy.
+#[test]
+fn a_descendant_that_called_setsid_does_not_outlive_acptap() {
+    let sb = Sandbox::new();
+    let pidfile = sb.path("escaped.pid");
+    let script = format!(
+        "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; sleep 0.2; exit 0",
+        pidfile.display()
+    );
+    let mut child = sb.proxy(
+        &[],
+        &[OsStr::new("bash"), OsStr::new("-c"), OsStr::new(&script)],
+    );
+    drop(child.stdin.take());
+    let output = finish(child, Duration::from_secs(30));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let pid = read_pid(&pidfile);
+    assert!(
+        eventually(Duration::from_secs(5), || !alive(pid)),
+        "the setsid'd grandchild {pid} outlived acptap"
+    );
+}
