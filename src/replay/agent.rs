@@ -3,8 +3,9 @@
 //! The recording is a script. Walking it in order:
 //!
 //! - a recorded client line is something to wait for: a request of the same method (its live id
-//!   is remembered), a notification of the same method (`session/cancel`), or the client's answer
-//!   to a request the replay sent;
+//!   is remembered), or the client's answer to a request the replay sent; a recorded client
+//!   notification (`session/cancel`) is not waited for, so a client that never cancels still gets
+//!   the rest of the recorded turn;
 //! - a recorded agent line is sent: a response with the live client's id in place of the recorded
 //!   one, requests (fs, terminal, permission) and notifications as they were, byte for byte but
 //!   for the id and, with `--session-ids rewrite`, the session ids.
@@ -120,6 +121,8 @@ impl<R: BufRead, W: Write> Replayer<R, W> {
                 (MessageKind::Notification, MessageKind::Notification) if same_method => {
                     return Ok(());
                 }
+                // The client's notifications are never waited for (see `replay_as_agent`).
+                (_, MessageKind::Notification) => {}
                 // Our own requests keep the recorded ids, so the answer comes with the same id.
                 (MessageKind::Response, MessageKind::Response)
                     if live.id == recorded.message.id =>
@@ -177,6 +180,10 @@ pub fn replay_as_agent(
     let mut previous_ts = script.first().map(|l| l.ts).unwrap_or(0);
     for line in script {
         match line.direction {
+            // A recorded client notification (`session/cancel`) is not waited for: a client that
+            // never cancels would wait forever for the rest of the turn. The agent's side of the
+            // cancelled turn is played as recorded; a live cancel that comes is read and let be.
+            Direction::ClientToAgent if line.message.kind == MessageKind::Notification => {}
             Direction::ClientToAgent => replayer.expect(line)?,
             _ => {
                 if let Some(speed) = replayer.options.speed.filter(|s| *s > 0.0) {

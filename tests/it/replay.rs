@@ -298,3 +298,43 @@ fn every_sample_replays_as_the_client_faithfully_including_the_cancelled_turn() 
         );
     }
 }
+
+/// A client that never cancels still gets the whole recorded turn that was cancelled: the replay
+/// does not wait for a `session/cancel` (it used to wait forever, printing nothing).
+#[test]
+fn a_recorded_cancel_is_not_waited_for() {
+    let sample = "claude-acpx-slow-approve-all.jsonl";
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(sample).to_str().unwrap()]);
+    let records = load_transcript(&fixture(sample));
+    assert!(
+        records
+            .iter()
+            .any(|r| String::from_utf8_lossy(&r.bytes).contains("session/cancel")),
+        "the sample has a cancelled turn"
+    );
+    let mut child = replay_as_agent(&sb, &[]);
+    let mut to_agent = child.stdin.take().unwrap();
+    // Every client line but the cancel, written up front; the ids stay as recorded.
+    for record in records.iter().filter(|r| r.dir == "c2a") {
+        if !String::from_utf8_lossy(&record.bytes).contains("session/cancel") {
+            to_agent.write_all(&record.bytes).unwrap();
+        }
+    }
+    drop(to_agent);
+    let expected = records.iter().filter(|r| r.dir == "a2c").count();
+    let output = finish(child, Duration::from_secs(30));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = output.stdout.iter().filter(|b| **b == b'\n').count();
+    assert_eq!(
+        lines,
+        expected,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("\"cancelled\""));
+}
