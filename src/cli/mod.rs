@@ -126,7 +126,9 @@ fn resolve_db(
     default: impl FnOnce() -> Option<PathBuf>,
 ) -> Option<PathBuf> {
     let given = |p: Option<PathBuf>| p.filter(|p| !p.as_os_str().is_empty());
-    given(flag_or_env).or_else(|| given(config)).or_else(default)
+    given(flag_or_env)
+        .or_else(|| given(config))
+        .or_else(default)
 }
 
 /// `$XDG_DATA_HOME/acptap/acptap.db`, else `~/.local/share/acptap/acptap.db`.
@@ -853,7 +855,10 @@ mod db_path {
     fn the_database_path_is_the_flag_then_the_config_then_the_default() {
         let p = |s: &str| Some(PathBuf::from(s));
         let default = || p("/default.db");
-        assert_eq!(resolve_db(p("/flag.db"), p("/config.db"), default), p("/flag.db"));
+        assert_eq!(
+            resolve_db(p("/flag.db"), p("/config.db"), default),
+            p("/flag.db")
+        );
         assert_eq!(resolve_db(None, p("/config.db"), default), p("/config.db"));
         assert_eq!(resolve_db(p(""), p("/config.db"), default), p("/config.db"));
         assert_eq!(resolve_db(None, None, default), p("/default.db"));

@@ -163,6 +163,14 @@ impl Store {
         conn.pragma_update(None, "cache_size", -8_192)?;
         conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if found > schema_version() {
+            return Err(format!(
+                "it was made by a newer acptap (schema version {found}; this one knows {}): use that acptap, or upgrade this one",
+                schema_version()
+            )
+            .into());
+        }
         migrations().to_latest(&mut conn).map_err(|e| match e {
             // The default message quotes the whole migration; the cause is what matters.
             rusqlite_migration::Error::RusqliteError { err, .. } => {

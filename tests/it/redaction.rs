@@ -186,7 +186,11 @@ fn config_file_db_is_used_after_the_flag_and_the_environment() {
             command.env("ACPTAP_DB", db);
         }
         let out = command.output().unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         out
     };
     let sample = crate::util::fixture(crate::util::SAMPLES[0]);
@@ -199,7 +203,12 @@ fn config_file_db_is_used_after_the_flag_and_the_environment() {
     assert!(from_env.exists());
     let flag = sb.path("flag.db");
     acptap(
-        &["import", "--db", flag.to_str().unwrap(), sample.to_str().unwrap()],
+        &[
+            "import",
+            "--db",
+            flag.to_str().unwrap(),
+            sample.to_str().unwrap(),
+        ],
         Some(&from_env),
     );
     assert!(flag.exists());
