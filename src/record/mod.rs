@@ -281,15 +281,12 @@ fn run(
         lost: 0,
         warned: false,
     };
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut end = None;
+    // Lines that arrived while the database was locked, to record once it is not.
+    let mut held: Vec<Line> = Vec::new();
     if let Destination::Database(path) = &destination {
-        match Store::open(path).and_then(|mut s| s.begin_connection(&start).map(|id| (s, id))) {
-            Ok((store, id)) => {
-                sink.store = Some((store, id));
-            }
-            Err(e) => sink.warn_once(&format!(
-                "recording disabled: {e} (choose a writable path with --db or ACPTAP_DB)"
-            )),
-        }
+        sink.store = open_when_unlocked(path, &start, queue, &mut sink, &mut held, &mut end);
     }
     // Checkpoints (copying the WAL into the database, a third of SQLite's work) run on a thread
     // and connection of their own, so the recorder only appends.
@@ -301,8 +298,13 @@ fn run(
     };
     let recording = sink.store.is_some();
     let mut observer = Observer::new();
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut end = None;
+    if recording {
+        for line in held.drain(..) {
+            sink.pending.push(ingest(&mut observer, &redactor, line));
+        }
+    } else {
+        sink.lost += held.len() as i64;
+    }
     let mut retrying = false;
     loop {
         let timeout = retrying.then_some(RETRY_INTERVAL);
@@ -342,6 +344,81 @@ fn run(
         eprintln!("acptap: cannot mark the end of connection {id} in the database: {e}");
     }
     sink.store.map(|(_, id)| id)
+}
+
+/// Opens the database and starts the connection's row. While another process holds the lock,
+/// forwarding goes on: the lines that arrive are taken off the queue (so it never fills) and held,
+/// up to [`RECORD_BUFFER_BYTES`] (past that they are counted as lost), and the open is retried
+/// until it works or the connection ends (then for [`FINAL_FLUSH_PATIENCE`] more).
+fn open_when_unlocked(
+    path: &std::path::Path,
+    start: &ConnectionStart,
+    queue: &ByteBoundedQueue<Item>,
+    sink: &mut Sink,
+    held: &mut Vec<Line>,
+    end: &mut Option<ConnectionEnd>,
+) -> Option<(Store, i64)> {
+    let mut held_bytes = 0;
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut said = false;
+    let mut first_busy: Option<std::time::Instant> = None;
+    let mut ended_at: Option<std::time::Instant> = None;
+    loop {
+        let opened = Store::open_waiting(path, RETRY_INTERVAL).and_then(|mut s| {
+            let id = s.begin_connection(start)?;
+            s.wait_as_usual()?;
+            Ok((s, id))
+        });
+        match opened {
+            Ok(store) => {
+                if said {
+                    eprintln!(
+                        "acptap: {} is free again; the whole connection is recorded",
+                        path.display()
+                    );
+                }
+                return Some(store);
+            }
+            Err(e) if e.is_busy() => {
+                // Another recorder's commit holds the lock for milliseconds: say nothing for that.
+                let waiting = *first_busy.get_or_insert_with(std::time::Instant::now);
+                if waiting.elapsed() > Duration::from_secs(1) && !std::mem::replace(&mut said, true)
+                {
+                    eprintln!(
+                        "acptap: {} is locked by another process; forwarding continues and recording starts when the lock is released",
+                        path.display()
+                    );
+                }
+            }
+            Err(e) => {
+                sink.warn_once(&format!(
+                    "recording disabled: {e} (choose a writable path with --db or ACPTAP_DB)"
+                ));
+                return None;
+            }
+        }
+        if ended_at.is_some_and(|t| t.elapsed() > FINAL_FLUSH_PATIENCE) {
+            sink.warn_once(&format!(
+                "recording disabled: {} stayed locked until the connection ended",
+                path.display()
+            ));
+            return None;
+        }
+        if !queue.pop_batch(MAX_BATCH, MAX_BATCH_BYTES, &mut batch, Some(RETRY_INTERVAL)) {
+            ended_at.get_or_insert_with(std::time::Instant::now);
+            std::thread::sleep(RETRY_INTERVAL);
+        }
+        for item in batch.drain(..) {
+            match item {
+                Item::Line(line) if held_bytes + line.raw.len() <= RECORD_BUFFER_BYTES => {
+                    held_bytes += line.raw.len();
+                    held.push(line);
+                }
+                Item::Line(_) => sink.lost += 1,
+                Item::End(e) => *end = Some(e),
+            }
+        }
+    }
 }
 
 /// How often the checkpointer copies the write-ahead log into the database.

@@ -65,10 +65,17 @@ pub enum StoreError {
 impl StoreError {
     /// Another process holds the write lock: worth retrying.
     pub fn is_busy(&self) -> bool {
-        matches!(self, StoreError::Sql(e) if matches!(
-            e.sqlite_error_code(),
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-        ))
+        let busy = |e: &rusqlite::Error| {
+            matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            )
+        };
+        match self {
+            StoreError::Sql(e) => busy(e),
+            StoreError::Open { source, .. } => source.downcast_ref().is_some_and(busy),
+            _ => false,
+        }
     }
 }
 
@@ -117,6 +124,12 @@ impl Store {
     /// Opens the database at `path` for recording, creating it (mode 0600, its directory 0700)
     /// and bringing its schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Self::open_waiting(path, BUSY_TIMEOUT)
+    }
+
+    /// [`Store::open`], waiting at most `busy` for a lock another process holds (then the error
+    /// says [`StoreError::is_busy`]), and so does the store until [`Store::wait_as_usual`].
+    pub fn open_waiting(path: &Path, busy: Duration) -> Result<Store, StoreError> {
         let open_err = |source: Box<dyn std::error::Error + Send + Sync>| StoreError::Open {
             path: path.to_owned(),
             source,
@@ -142,7 +155,7 @@ impl Store {
         // SAFETY: flock on a file descriptor we own.
         unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
         let conn = Connection::open(path).map_err(|e| open_err(e.into()))?;
-        Self::prepare(conn).map_err(open_err)
+        Self::prepare(conn, busy).map_err(open_err)
     }
 
     /// Opens an existing database for the inspection commands (it is migrated if older).
@@ -153,8 +166,11 @@ impl Store {
         Self::open(path)
     }
 
-    fn prepare(mut conn: Connection) -> Result<Store, Box<dyn std::error::Error + Send + Sync>> {
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+    fn prepare(
+        mut conn: Connection,
+        busy: Duration,
+    ) -> Result<Store, Box<dyn std::error::Error + Send + Sync>> {
+        conn.busy_timeout(busy)?;
         // WAL lets readers and one writer work at once; NORMAL is durable across a crash of
         // acptap (not of the machine), which is what a recording needs.
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -173,12 +189,26 @@ impl Store {
         }
         migrations().to_latest(&mut conn).map_err(|e| match e {
             // The default message quotes the whole migration; the cause is what matters.
+            // A lock stays recognisable; anything else says what failed.
+            rusqlite_migration::Error::RusqliteError { err, .. }
+                if matches!(
+                    err.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                ) =>
+            {
+                Box::<dyn std::error::Error + Send + Sync>::from(err)
+            }
             rusqlite_migration::Error::RusqliteError { err, .. } => {
                 format!("cannot bring its schema up to date: {err}").into()
             }
             other => Box::<dyn std::error::Error + Send + Sync>::from(other.to_string()),
         })?;
         Ok(Store { conn })
+    }
+
+    /// Waits for another process's lock as long as a recorder does (after [`Store::open_waiting`]).
+    pub fn wait_as_usual(&self) -> Result<(), StoreError> {
+        Ok(self.conn.busy_timeout(BUSY_TIMEOUT)?)
     }
 
     pub fn begin_connection(&mut self, start: &ConnectionStart) -> Result<i64, StoreError> {

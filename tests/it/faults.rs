@@ -316,3 +316,63 @@ fn a_failed_write_loses_only_its_batch_says_so_once_and_marks_the_connection_inc
     assert!(!complete);
     assert_eq!(lost, 1);
 }
+
+/// The database locked by another process when acptap starts, for longer than SQLite waits
+/// (8 s; it waits 5): forwarding goes on, and once the lock is gone the whole connection is
+/// recorded, with a message that says what happened (it used to lose the recording and say the
+/// path was not writable).
+#[test]
+fn a_database_locked_at_start_up_records_the_whole_connection_once_free() {
+    let sb = Sandbox::new();
+    // An existing database, locked by another writer before acptap starts.
+    sb.acptap(&["import", fixture(SAMPLES[1]).to_str().unwrap()]);
+    let mut locker = sb.conn();
+    let tx = locker
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
+        .unwrap();
+    tx.execute(
+        "INSERT INTO connections (command, started_at) VALUES ('[\"locker\"]', 0)",
+        [],
+    )
+    .unwrap();
+    let (mut child, capture) = sb.proxy_to_sink(b"");
+    let mut stdin = child.stdin.take().unwrap();
+    let line = |i: usize| {
+        format!("{{\"jsonrpc\":\"2.0\",\"method\":\"_test/n\",\"params\":{{\"i\":{i}}}}}\n")
+    };
+    for i in 0..300 {
+        stdin.write_all(line(i).as_bytes()).unwrap();
+        if i % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(1300));
+        }
+    }
+    // Forwarded while locked: the agent got every line already.
+    let sent = (0..300).map(|i| line(i).len()).sum::<usize>();
+    assert!(
+        eventually(Duration::from_secs(10), || std::fs::metadata(&capture)
+            .is_ok_and(|m| m.len() as usize == sent)
+            || !capture.exists()),
+        "forwarding waited for the lock"
+    );
+    tx.commit().unwrap();
+    drop(stdin);
+    let output = finish(child, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(std::fs::read(&capture).unwrap().len(), sent);
+    assert!(stderr.contains("locked by another process"), "{stderr}");
+    assert!(!stderr.contains("recording disabled"), "{stderr}");
+    let connection = sb.count("SELECT max(id) FROM connections WHERE command != '[\"locker\"]'");
+    assert_eq!(
+        sb.count(&format!(
+            "SELECT count(*) FROM messages WHERE connection_id = {connection} AND direction = 'c2a'"
+        )),
+        300
+    );
+    assert_eq!(
+        sb.count(&format!(
+            "SELECT complete FROM connections WHERE id = {connection}"
+        )),
+        1
+    );
+}
