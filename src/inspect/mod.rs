@@ -87,10 +87,11 @@ fn render_sessions_unescaped(sessions: &[SessionSummary]) -> String {
     );
     for s in sessions {
         let mut label = s.label.clone().unwrap_or_default();
-        if !s.complete && s.connection_ended_at.is_some() {
-            label.push_str(" [incomplete]");
-        } else if s.connection_ended_at.is_none() {
-            label.push_str(" [live]");
+        match s.state {
+            "live" => label.push_str(" [live]"),
+            "interrupted" => label.push_str(" [interrupted]"),
+            _ if !s.complete => label.push_str(" [incomplete]"),
+            _ => {}
         }
         let _ = writeln!(
             out,

@@ -40,6 +40,9 @@ pub struct SessionSummary {
     pub origin: String,
     pub created_at: i64,
     pub connection_ended_at: Option<i64>,
+    /// `live` (its proxy still runs), `ended`, or `interrupted` (not ended, and the process that
+    /// recorded it is gone: killed, crashed, or the machine restarted).
+    pub state: &'static str,
     pub exit_code: Option<i32>,
     pub complete: bool,
     pub lost_messages: i64,
@@ -52,6 +55,7 @@ pub struct SessionSummary {
 const SESSION_SUMMARY_SQL: &str = "
     SELECT s.session_id, s.connection_id, c.label, c.agent_info, c.command, s.cwd, s.origin,
            s.created_at, c.ended_at, c.exit_code, c.complete, c.lost_messages, c.protocol_version,
+           c.proxy_pid, c.proxy_identity,
            (SELECT count(*) FROM prompt_turns t
              WHERE t.connection_id = s.connection_id AND t.session_id = s.session_id),
            (SELECT count(*) FROM tool_calls k
@@ -93,14 +97,36 @@ fn session_summary(row: &Row) -> rusqlite::Result<SessionSummary> {
         origin: row.get(6)?,
         created_at: row.get(7)?,
         connection_ended_at: row.get(8)?,
+        state: connection_state(row.get(8)?, row.get(13)?, row.get(14)?),
         exit_code: row.get(9)?,
         complete: row.get(10)?,
         lost_messages: row.get(11)?,
         protocol_version: parse_json(row.get(12)?),
-        turns: row.get(13)?,
-        tool_calls: row.get(14)?,
-        permission_requests: row.get(15)?,
+        turns: row.get(15)?,
+        tool_calls: row.get(16)?,
+        permission_requests: row.get(17)?,
     })
+}
+
+/// Whether a connection is still being recorded: ended, or its proxy is the very process that
+/// started it (same boot, same start time), or else it was interrupted.
+fn connection_state(
+    ended_at: Option<i64>,
+    proxy_pid: Option<u32>,
+    identity: Option<String>,
+) -> &'static str {
+    if ended_at.is_some() {
+        return "ended";
+    }
+    let running = match (proxy_pid, identity) {
+        (Some(pid), Some(recorded)) => {
+            super::store::process_identity(pid).is_some_and(|now| now == recorded)
+        }
+        // Recorded before identities were: the pid is all there is.
+        (Some(pid), None) => std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        (None, _) => false,
+    };
+    if running { "live" } else { "interrupted" }
 }
 
 /// The most recent sessions first.

@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0002_policy.sql"),
     include_str!("../../migrations/0003_replay.sql"),
     include_str!("../../migrations/0004_policy_input.sql"),
+    include_str!("../../migrations/0005_proxy_identity.sql"),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -213,8 +214,8 @@ impl Store {
 
     pub fn begin_connection(&mut self, start: &ConnectionStart) -> Result<i64, StoreError> {
         self.conn.execute(
-            "INSERT INTO connections (label, command, cwd, pid, proxy_pid, started_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO connections (label, command, cwd, pid, proxy_pid, started_at, proxy_identity)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 start.label,
                 serde_json::to_string(&start.command).unwrap_or_default(),
@@ -222,6 +223,7 @@ impl Store {
                 start.pid,
                 std::process::id(),
                 start.started_at,
+                process_identity(std::process::id()),
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -321,6 +323,16 @@ impl Store {
 /// The schema version this acptap writes and reads (SQLite's `user_version`).
 pub(crate) fn schema_version() -> i64 {
     MIGRATIONS.len() as i64
+}
+
+/// Who a process is, beyond its reusable pid: `BOOT_ID:START_TICKS` (the boot it runs in and when
+/// it started, from /proc). `None` where /proc does not say (not Linux, or the process is gone).
+pub fn process_identity(pid: u32) -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22 (starttime), counted after the parenthesised command name.
+    let ticks = stat[stat.rfind(')')? + 1..].split_whitespace().nth(19)?;
+    Some(format!("{}:{ticks}", boot.trim()))
 }
 
 /// The schema version of an existing database file, read without changing it.

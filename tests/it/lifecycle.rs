@@ -170,3 +170,79 @@ fn a_descendant_that_called_setsid_does_not_outlive_acptap() {
         "the setsid'd grandchild {pid} outlived acptap"
     );
 }
+
+/// `kill -9` of the proxy at random points of a fast stream, ten times: the database stays
+/// sound (`integrity_check`), what was recorded is a gapless prefix of what the agent wrote, the
+/// connection is shown as interrupted (not live), and no process of the agent's remains.
+#[test]
+fn kill_9_of_the_proxy_leaves_a_sound_prefix_shown_as_interrupted() {
+    use std::io::{Read, Write};
+    for run in 0..10u64 {
+        let sb = Sandbox::new();
+        let mut child = sb.proxy(
+            &[],
+            &[
+                peer().as_os_str(),
+                OsStr::new("stream"),
+                OsStr::new("5000000"),
+                OsStr::new("120"),
+            ],
+        );
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\",\"params\":{\"sessionId\":\"s1\",\"prompt\":[]}}\n")
+            .unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let drain = std::thread::spawn(move || {
+            let mut sink = [0u8; 65536];
+            while stdout.read(&mut sink).is_ok_and(|n| n > 0) {}
+        });
+        // A different point of the stream each run.
+        std::thread::sleep(Duration::from_millis(300 + (run * 7919) % 700));
+        child.kill().unwrap(); // SIGKILL
+        let _ = child.wait();
+        drop(stdin);
+        drain.join().unwrap();
+
+        let conn = sb.conn();
+        let check: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok", "run {run}");
+        let (count, max_seq): (i64, i64) = conn
+            .query_row(
+                "SELECT count(*), max(seq) FROM messages WHERE connection_id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            count,
+            max_seq + 1,
+            "run {run}: the recorded seqs have a gap"
+        );
+        let mut stmt = conn
+            .prepare("SELECT raw FROM messages WHERE connection_id = 1 AND direction = 'a2c' ORDER BY seq")
+            .unwrap();
+        let ticks: Vec<i64> = stmt
+            .query_map([], |r| r.get::<_, Vec<u8>>(0))
+            .unwrap()
+            .map(|raw| {
+                let v: serde_json::Value = serde_json::from_slice(&raw.unwrap()).unwrap();
+                v["params"]["i"].as_i64().unwrap()
+            })
+            .collect();
+        assert!(!ticks.is_empty(), "run {run}: nothing recorded");
+        assert!(
+            ticks.iter().enumerate().all(|(k, i)| *i == k as i64),
+            "run {run}: the agent's lines are not a gapless prefix"
+        );
+        let listed = String::from_utf8(sb.acptap(&["sessions"]).stdout).unwrap();
+        assert!(listed.contains("[interrupted]"), "run {run}: {listed}");
+        let agent: i64 = sb.count("SELECT pid FROM connections WHERE id = 1");
+        assert!(
+            eventually(Duration::from_secs(5), || !alive(agent as i32)),
+            "run {run}: the agent outlived the proxy"
+        );
+    }
+}
