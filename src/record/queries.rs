@@ -165,9 +165,14 @@ pub fn resolve_session(reader: &Reader, spec: &str) -> Result<SessionRef, QueryE
         .optional()
     };
     if spec == "last" {
+        // The most recently started connection's latest session; a replay's live run counts
+        // only when nothing else was recorded (a CI replay must not become "last" for itself).
         return latest(
-            "SELECT connection_id, session_id FROM sessions WHERE ?1 = ?1
-             ORDER BY created_at DESC, id DESC LIMIT 1",
+            "SELECT s.connection_id, s.session_id FROM sessions s
+             JOIN connections c ON c.id = s.connection_id WHERE ?1 = ?1
+             ORDER BY c.replay_of IS NOT NULL, c.started_at DESC, c.id DESC,
+                      s.created_at DESC, s.id DESC
+             LIMIT 1",
             spec,
         )?
         .ok_or(QueryError::NoSessions);

@@ -186,3 +186,26 @@ fn prune_deletes_old_connections_without_orphans_and_keeps_newer_ones() {
     assert!(vacuum.contains("bytes"), "{vacuum}");
     assert_eq!(sb.count("SELECT count(*) FROM connections"), 2);
 }
+
+/// `last` is the latest session of the most recently started connection that is not a replay's
+/// live run: a CI recipe that replays and then looks at `last` sees the recording it replayed
+/// against, not its own run.
+#[test]
+fn last_is_not_a_replays_live_run() {
+    let sb = Sandbox::new();
+    let sample = fixture(SAMPLES[0]);
+    sb.acptap(&["import", sample.to_str().unwrap()]);
+    sb.acptap(&["import", fixture(SAMPLES[2]).to_str().unwrap()]);
+    let newest = sb.count("SELECT max(id) FROM connections");
+    let show = |sb: &Sandbox| -> serde_json::Value {
+        serde_json::from_slice(&sb.acptap(&["show", "last", "--json"]).stdout).unwrap()
+    };
+    assert_eq!(show(&sb)["session"]["connection_id"], newest);
+    sb.conn()
+        .execute(
+            &format!("UPDATE connections SET replay_of = 1 WHERE id = {newest}"),
+            [],
+        )
+        .unwrap();
+    assert_eq!(show(&sb)["session"]["connection_id"], 1);
+}
