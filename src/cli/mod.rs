@@ -5,6 +5,7 @@
 //! stderr (`acptap: ...` with its causes) and exits 2. `acptap run` exits with the agent's status.
 
 pub mod config;
+mod errors;
 mod policy;
 
 use std::io::Write;
@@ -449,7 +450,7 @@ pub fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("acptap: {e:#}");
+            eprintln!("acptap: {}", errors::one_line(&e));
             ExitCode::from(2)
         }
     }

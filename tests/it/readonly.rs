@@ -189,3 +189,41 @@ fn a_database_from_an_older_acptap_is_refused_with_the_fix_and_migrate_applies_i
     assert!(said.contains(&format!("3 -> {latest}")), "{said}");
     sb.acptap(&["show", "last"]);
 }
+
+/// A database from a newer acptap, and a file that is not a database: one clear line each, every
+/// cause said once, exit status 2 (not a migration library's error, not the same words thrice).
+#[test]
+fn newer_and_foreign_files_get_one_clear_line() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    sb.conn()
+        .execute_batch("PRAGMA user_version = 99;")
+        .unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(acptap_bin())
+            .args(args)
+            .env("ACPTAP_DB", sb.db())
+            .env("XDG_CONFIG_HOME", sb.dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    for args in [
+        &["show", "last"][..],
+        &["import", fixture(SAMPLES[0]).to_str().unwrap()],
+    ] {
+        let said = run(args);
+        assert!(
+            said.contains("newer acptap") && said.contains("99"),
+            "{said}"
+        );
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(!said.contains("rusqlite_migration"), "{said}");
+    }
+    std::fs::write(sb.db(), vec![b'x'; 4096]).unwrap();
+    let _ = std::fs::remove_file(format!("{}-wal", sb.db().display()));
+    let _ = std::fs::remove_file(format!("{}-shm", sb.db().display()));
+    let said = run(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    assert_eq!(said.matches("not a database").count(), 1, "{said}");
+}
