@@ -243,7 +243,7 @@ pub struct TailArgs {
     #[arg(long)]
     pub json: bool,
     /// How often to look for new events.
-    #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = parse_interval)]
     pub interval: Duration,
     /// Colour: auto (when stdout is a terminal), always, never [default: the config file's, else auto]
     #[arg(long, value_enum, value_name = "WHEN")]
@@ -279,6 +279,12 @@ pub struct PruneArgs {
     /// Delete connections that started longer ago than this: 30d, 12h.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub older_than: Duration,
+    /// List what would be deleted, and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Delete without asking (needed when stdin is not a terminal).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 #[derive(Debug, Args)]
@@ -323,7 +329,7 @@ pub struct ReplayArgs {
     pub role: ReplayRole,
     /// As agent: replay with the recorded timing divided by N (1: real time) [default: as fast as
     /// the client reads]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_speed)]
     pub speed: Option<f64>,
     /// As agent: end the replay at the first client request the recording cannot answer.
     #[arg(long)]
@@ -416,25 +422,56 @@ pub struct DemoArgs {
     pub db: Option<PathBuf>,
 }
 
-/// `5s`, `500ms`, `2m`, `12h`, `30d`, or plain seconds.
+/// The longest duration any option takes: beyond it, arithmetic on times would overflow.
+const LONGEST: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// A duration with its unit (`5s`, `500ms`, `2m`, `12h`, `30d`, `1h 30m`), read by `humantime`,
+/// at most 100 years. A bare number is refused: `30` could be seconds or days.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let (number, unit) = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .map(|i| text.split_at(i))
-        .unwrap_or((text, "s"));
-    let value: f64 = number
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!(
+            "`{text}` needs a unit: write e.g. {text}s, {text}m, {text}h or {text}d"
+        ));
+    }
+    let duration = humantime::parse_duration(text).map_err(|e| {
+        format!("`{text}` is not a duration ({e}); write e.g. 30d, 12h, 5s or 500ms")
+    })?;
+    if duration > LONGEST {
+        return Err(format!("`{text}` is longer than 100 years"));
+    }
+    Ok(duration)
+}
+
+/// A polling interval: a duration of at least 10 ms (a shorter one only burns a CPU).
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
+    if interval < Duration::from_millis(10) {
+        return Err(format!(
+            "`{text}` is too short: the interval is at least 10ms"
+        ));
+    }
+    Ok(interval)
+}
+
+/// A replay speed: from 0.001 (a thousand times slower than recorded) to 1,000,000.
+fn parse_speed(text: &str) -> Result<f64, String> {
+    let speed: f64 = text
+        .trim()
         .parse()
-        .map_err(|_| format!("`{text}` is not a duration; write e.g. 5s or 500ms"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        "d" => value * 86_400.0,
-        _ => return Err(format!("unknown unit in `{text}`; use ms, s, m, h or d")),
-    };
-    Ok(Duration::from_secs_f64(seconds))
+        .map_err(|_| format!("`{text}` is not a number; write e.g. 1 (real time) or 10"))?;
+    if !(0.001..=1e6).contains(&speed) {
+        return Err(format!(
+            "`{text}` is not a speed: give a number from 0.001 to 1000000 (1 is real time)"
+        ));
+    }
+    Ok(speed)
+}
+
+/// `now - duration` in microseconds since the epoch; durations are bounded, so this cannot wrap.
+fn microseconds_before_now(duration: Duration) -> i64 {
+    let micros = i64::try_from(duration.as_micros()).unwrap_or(i64::MAX);
+    crate::record::now_us().saturating_sub(micros)
 }
 
 pub fn main() -> ExitCode {
@@ -639,9 +676,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             let reader = args.db.read()?;
             let scope = match (&args.session, args.since) {
                 (Some(spec), _) => stats::Scope::Session(queries::resolve_session(&reader, spec)?),
-                (None, Some(since)) => {
-                    stats::Scope::Since(crate::record::now_us() - since.as_micros() as i64)
-                }
+                (None, Some(since)) => stats::Scope::Since(microseconds_before_now(since)),
                 (None, None) => stats::Scope::Since(0),
             };
             let result = stats::stats(&reader, &scope)?;
@@ -653,12 +688,57 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Prune(args) => {
-            let mut store = args.db.open()?;
-            let before = crate::record::now_us() - args.older_than.as_micros() as i64;
-            let removed = store.prune(before)?;
+            use std::io::IsTerminal;
+            let before = microseconds_before_now(args.older_than);
+            let candidates = queries::prunable_connections(&args.db.read()?, before)?;
+            let cutoff = crate::inspect::format_time(before);
+            let mut listing = String::new();
+            for c in &candidates {
+                listing.push_str(&format!(
+                    "  connection {} started {} UTC, {}{}\n",
+                    c.id,
+                    crate::inspect::format_time(c.started_at),
+                    c.state,
+                    c.label
+                        .as_deref()
+                        .map(|l| format!(", {}", crate::inspect::one_line(l, 60)))
+                        .unwrap_or_default()
+                ));
+            }
+            if args.dry_run || candidates.is_empty() {
+                print(&format!(
+                    "{} connection(s) started before {cutoff} UTC {}\n{listing}",
+                    candidates.len(),
+                    if args.dry_run {
+                        "would be deleted (live ones are never deleted):"
+                    } else {
+                        "to delete"
+                    }
+                ))?;
+                return Ok(0);
+            }
+            if !args.yes {
+                if !std::io::stdin().is_terminal() {
+                    anyhow::bail!(
+                        "prune deletes {} connection(s): add --yes to confirm (or --dry-run to list them)",
+                        candidates.len()
+                    );
+                }
+                eprint!(
+                    "{listing}delete these {} connection(s) and everything recorded under them? [y/N] ",
+                    candidates.len()
+                );
+                let mut answer = String::new();
+                std::io::stdin().read_line(&mut answer)?;
+                if !matches!(answer.trim(), "y" | "Y" | "yes") {
+                    eprintln!("nothing deleted");
+                    return Ok(1);
+                }
+            }
+            let ids: Vec<i64> = candidates.iter().map(|c| c.id).collect();
+            let removed = args.db.open()?.delete_connections(&ids)?;
             print(&format!(
-                "deleted {removed} connection(s) started before {} UTC, with everything recorded under them; `acptap vacuum` gives the space back\n",
-                crate::inspect::format_time(before)
+                "deleted {removed} connection(s) started before {cutoff} UTC, with everything recorded under them; `acptap vacuum` gives the space back\n"
             ))?;
             Ok(0)
         }

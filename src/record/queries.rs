@@ -637,3 +637,45 @@ pub fn message_count(reader: &Reader) -> rusqlite::Result<i64> {
         .conn()
         .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
 }
+
+/// A connection `prune` may delete.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrunableConnection {
+    pub id: i64,
+    pub started_at: i64,
+    pub label: Option<String>,
+    /// `ended` or `interrupted`: a live connection is never among them.
+    pub state: &'static str,
+}
+
+/// The connections started before `before` (µs since the epoch) that are not being recorded.
+pub fn prunable_connections(
+    reader: &Reader,
+    before: i64,
+) -> rusqlite::Result<Vec<PrunableConnection>> {
+    let rows: Vec<(i64, i64, Option<String>, &'static str)> = reader
+        .conn()
+        .prepare(
+            "SELECT id, started_at, label, ended_at, proxy_pid, proxy_identity FROM connections
+             WHERE started_at < ?1 ORDER BY id",
+        )?
+        .query_map([before], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                connection_state(r.get(3)?, r.get(4)?, r.get(5)?),
+            ))
+        })?
+        .collect::<Result<_, _>>()?;
+    Ok(rows
+        .into_iter()
+        .filter(|(.., state)| *state != "live")
+        .map(|(id, started_at, label, state)| PrunableConnection {
+            id,
+            started_at,
+            label,
+            state,
+        })
+        .collect())
+}

@@ -253,15 +253,20 @@ impl Store {
 
     /// Deletes the connections started before `before` (µs since the epoch) and everything that
     /// hangs off them, in one transaction. Returns how many connections went.
-    pub fn prune(&mut self, before: i64) -> Result<usize, StoreError> {
+    /// Deletes these connections with everything recorded under them, in one transaction
+    /// (foreign keys cascade). Rows of newer connections that point at them (a replay's link)
+    /// are kept. Which connections may go is `queries::prunable_connections`'s business.
+    pub fn delete_connections(&mut self, ids: &[i64]) -> Result<usize, StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        // Rows of newer connections that point at the old ones (a replay's link) are kept.
-        let removed = tx.execute(
-            "DELETE FROM connections WHERE started_at < ?1 AND (ended_at IS NOT NULL OR started_at < ?1 - 86400000000)",
-            params![before],
-        )?;
+        let mut removed = 0;
+        {
+            let mut delete = tx.prepare("DELETE FROM connections WHERE id = ?1")?;
+            for id in ids {
+                removed += delete.execute([id])?;
+            }
+        }
         tx.commit()?;
         Ok(removed)
     }

@@ -188,7 +188,11 @@ pub fn replay_as_agent(
             _ => {
                 if let Some(speed) = replayer.options.speed.filter(|s| *s > 0.0) {
                     let gap = (line.ts - previous_ts).max(0) as f64 / 1e6 / speed;
-                    std::thread::sleep(Duration::from_secs_f64(gap));
+                    // A recorded gap is at most a day of waiting, whatever the recording says.
+                    let gap = Duration::try_from_secs_f64(gap)
+                        .unwrap_or(Duration::MAX)
+                        .min(Duration::from_secs(86_400));
+                    std::thread::sleep(gap);
                 }
                 replayer.emit(line)?;
             }

@@ -159,7 +159,8 @@ fn prune_deletes_old_connections_without_orphans_and_keeps_newer_ones() {
         "permission_requests",
     ];
     let before: Vec<i64> = tables.iter().map(|t| keep(t)).collect();
-    let out = String::from_utf8(sb.acptap(&["prune", "--older-than", "30d"]).stdout).unwrap();
+    let out =
+        String::from_utf8(sb.acptap(&["prune", "--older-than", "30d", "--yes"]).stdout).unwrap();
     assert!(out.contains("deleted 1 connection"), "{out}");
     assert_eq!(sb.count("SELECT count(*) FROM connections WHERE id = 1"), 0);
     for table in tables {
