@@ -413,6 +413,10 @@ pub struct ImportArgs {
     /// A label for the imported connection [default: the file name]
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
+    /// When the recording started (RFC 3339, e.g. 2026-11-24T12:00:00Z) [default: the `start` of
+    /// the file's first record (`export` writes it), else now]
+    #[arg(long, value_name = "TIME", value_parser = crate::record::transcript::parse_start)]
+    pub start: Option<i64>,
 }
 
 #[derive(Debug, Args)]
@@ -847,6 +851,16 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                     .map(|n| n.to_string_lossy().into_owned())
             });
             let redactor = args.redaction.redactor(config)?;
+            let recorded_start = records[0]
+                .start
+                .as_deref()
+                .map(crate::record::transcript::parse_start)
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
+            let started_at = args
+                .start
+                .or(recorded_start)
+                .unwrap_or_else(crate::record::now_us);
             let connection_id = crate::record::transcript::import(
                 &mut store,
                 &records,
@@ -855,7 +869,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                     command: vec!["import".into(), args.file.display().to_string()],
                     cwd: None,
                     pid: None,
-                    started_at: crate::record::now_us(),
+                    started_at,
                 },
                 &redactor,
             )?;

@@ -35,7 +35,14 @@ pub struct TranscriptRecord {
     pub origin: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forwarded: Option<bool>,
+    /// When the recording started (RFC 3339, UTC): written on the first record by `export`, so an
+    /// import keeps the recorded times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
 }
+
+/// The longest a transcript may last (seconds): `t` beyond it is a mistake, not a recording.
+const LONGEST_T: f64 = 100.0 * 365.0 * 86_400.0;
 
 fn yes() -> bool {
     true
@@ -79,36 +86,89 @@ fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
     if !hex.len().is_multiple_of(2) {
         return Err("`hex` has an odd number of digits".into());
     }
-    (0..hex.len())
-        .step_by(2)
-        .map(|i| {
-            u8::from_str_radix(&hex[i..i + 2], 16)
-                .map_err(|_| format!("`hex` is not hexadecimal near {i}"))
+    hex.as_bytes()
+        .chunks(2)
+        .enumerate()
+        .map(|(i, pair)| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|digits| u8::from_str_radix(digits, 16).ok())
+                .ok_or_else(|| format!("`hex` is not hexadecimal near digit {}", i * 2))
         })
         .collect()
 }
 
-/// Parses a transcript (JSON lines; blank lines ignored).
+/// The start a record names, in microseconds since the epoch.
+pub fn parse_start(text: &str) -> Result<i64, String> {
+    let time = humantime::parse_rfc3339_weak(text).map_err(|e| {
+        format!("`{text}` is not an RFC 3339 time ({e}); write e.g. 2026-11-24T12:00:00Z")
+    })?;
+    time.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .and_then(|d| i64::try_from(d.as_micros()).ok())
+        .ok_or_else(|| format!("`{text}` is before 1970"))
+}
+
+/// Parses a transcript (JSON lines; blank lines ignored) and checks every record: it names a
+/// direction and its bytes, its `t` is a finite number of seconds from 0 that never goes back,
+/// its `seq` (if given) rises, its line holds no line break, its `start` is a time. An error
+/// names the line; nothing of a bad file is loaded.
 pub fn parse(text: &str) -> Result<Vec<TranscriptRecord>, TranscriptError> {
-    text.lines()
+    let mut records = Vec::new();
+    let mut last_t = 0.0;
+    let mut last_seq = None;
+    for (i, l) in text
+        .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            let record: TranscriptRecord =
-                serde_json::from_str(l).map_err(|e| TranscriptError::Record {
-                    line: i + 1,
-                    message: format!("not a transcript record: {e}"),
-                })?;
-            record
-                .bytes()
-                .and(record.direction())
-                .map_err(|message| TranscriptError::Record {
-                    line: i + 1,
-                    message,
-                })?;
-            Ok(record)
-        })
-        .collect()
+    {
+        let at = |message: String| TranscriptError::Record {
+            line: i + 1,
+            message,
+        };
+        let record: TranscriptRecord =
+            serde_json::from_str(l).map_err(|e| at(format!("not a transcript record: {e}")))?;
+        let bytes = record.bytes().map_err(at)?;
+        record.direction().map_err(at)?;
+        if bytes[..bytes.len() - usize::from(record.eol)].contains(&b'\n') {
+            return Err(at(
+                "the line holds a line break: a record is one line".into()
+            ));
+        }
+        if !record.t.is_finite() || !(0.0..=LONGEST_T).contains(&record.t) {
+            return Err(at(format!(
+                "`t` is {}: seconds since the first line, from 0 to 100 years",
+                record.t
+            )));
+        }
+        if record.t < last_t {
+            return Err(at(format!(
+                "`t` goes back in time ({} after {last_t}): records are in the order they happened",
+                record.t
+            )));
+        }
+        if let Some(seq) = record.seq {
+            if last_seq.is_some_and(|last| seq <= last) {
+                return Err(at(format!(
+                    "`seq` {seq} does not follow {}",
+                    last_seq.unwrap_or(0)
+                )));
+            }
+            last_seq = Some(seq);
+        }
+        if let Some(start) = &record.start {
+            parse_start(start).map_err(at)?;
+        }
+        last_t = record.t;
+        records.push(record);
+    }
+    if records.is_empty() {
+        return Err(TranscriptError::Record {
+            line: 0,
+            message: "the file holds no record".into(),
+        });
+    }
+    Ok(records)
 }
 
 /// The lines of a connection as transcript records (`t` relative to its first line).
@@ -142,7 +202,13 @@ pub fn export(
                 })),
             ),
         };
+        let first = out.is_empty();
         out.push(TranscriptRecord {
+            start: first.then(|| {
+                let at = std::time::UNIX_EPOCH
+                    + std::time::Duration::from_micros(u64::try_from(ts).unwrap_or(0));
+                humantime::format_rfc3339_micros(at).to_string()
+            }),
             seq: Some(seq),
             t: (ts - start) as f64 / 1e6,
             dir,
@@ -179,7 +245,7 @@ pub fn import(
             redactor,
             Line {
                 seq: seq as i64,
-                ts: start.started_at + (record.t * 1e6) as i64,
+                ts: start.started_at.saturating_add((record.t * 1e6) as i64),
                 direction,
                 size: raw.len() as i64,
                 raw,
@@ -199,7 +265,7 @@ pub fn import(
     store.end_connection(
         connection_id,
         &ConnectionEnd {
-            ended_at: start.started_at + (last_t * 1e6) as i64,
+            ended_at: start.started_at.saturating_add((last_t * 1e6) as i64),
             exit_code: None,
             exit_signal: None,
         },

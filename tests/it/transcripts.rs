@@ -124,3 +124,92 @@ fn bytes_that_are_not_utf8_survive_as_hex_and_bad_records_are_named() {
         "nothing of the bad file was loaded"
     );
 }
+
+/// Every record is checked before anything is loaded: the error names the line and what is
+/// wrong, and the database is left as it was.
+#[test]
+fn bad_transcripts_are_refused_whole_with_the_line_named() {
+    let sb = Sandbox::new();
+    let ok = r#"{"seq":0,"t":0,"dir":"c2a","text":"{}"}"#;
+    let cases = [
+        (r#"{"t":0,"dir":"c2a","hex":"aéa0"}"#, "hex"),
+        (r#"{"t":1e300,"dir":"c2a","text":"x"}"#, "`t`"),
+        (r#"{"t":-1,"dir":"c2a","text":"x"}"#, "`t`"),
+        (r#"{"seq":0,"t":0.5,"dir":"a2c","text":"x"}"#, "`seq` 0"),
+        (r#"{"t":0,"dir":"a2c","text":"two\nlines"}"#, "line break"),
+        (
+            r#"{"t":0,"dir":"c2a","text":"x","start":"yesterday"}"#,
+            "yesterday",
+        ),
+    ];
+    for (record, named) in cases {
+        let file = sb.path("bad.jsonl");
+        std::fs::write(&file, format!("{ok}\n{record}\n")).unwrap();
+        let out = std::process::Command::new(crate::util::acptap_bin())
+            .args(["import", file.to_str().unwrap()])
+            .env("ACPTAP_DB", sb.db())
+            .env("XDG_CONFIG_HOME", sb.dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{record}: {stderr}");
+        assert!(
+            stderr.contains("line 2") && stderr.contains(named),
+            "{record}: {stderr}"
+        );
+    }
+    // Going back in time, and an empty file.
+    let file = sb.path("back.jsonl");
+    std::fs::write(
+        &file,
+        "{\"t\":2,\"dir\":\"c2a\",\"text\":\"a\"}\n{\"t\":1,\"dir\":\"a2c\",\"text\":\"b\"}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(crate::util::acptap_bin())
+        .args(["import", file.to_str().unwrap()])
+        .env("ACPTAP_DB", sb.db())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("goes back"));
+    std::fs::write(&file, "\n\n").unwrap();
+    let out = std::process::Command::new(crate::util::acptap_bin())
+        .args(["import", file.to_str().unwrap()])
+        .env("ACPTAP_DB", sb.db())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no record"));
+    assert!(!sb.db().exists() || sb.count("SELECT count(*) FROM connections") == 0);
+}
+
+/// An exported recording carries its start, and an import keeps it (or takes `--start`), so the
+/// imported sessions keep their recorded times and `last` keeps meaning the latest recording.
+#[test]
+fn import_keeps_the_recorded_start() {
+    let first = Sandbox::new();
+    first.acptap(&[
+        "import",
+        "--start",
+        "2025-01-02T03:04:05Z",
+        fixture(SAMPLES[0]).to_str().unwrap(),
+    ]);
+    let started = first.count("SELECT started_at FROM connections WHERE id = 1");
+    assert_eq!(started, 1_735_787_045_000_000);
+    let exported = first.acptap(&["export", "last"]).stdout;
+    let file = first.path("again.jsonl");
+    std::fs::write(&file, &exported).unwrap();
+    let head: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&exported).lines().next().unwrap()).unwrap();
+    assert_eq!(head["start"], "2025-01-02T03:04:05.000000Z");
+    let second = Sandbox::new();
+    second.acptap(&["import", file.to_str().unwrap()]);
+    assert_eq!(
+        second.count("SELECT started_at FROM connections WHERE id = 1"),
+        started
+    );
+    assert_eq!(
+        second.count("SELECT min(ts) FROM messages"),
+        first.count("SELECT min(ts) FROM messages")
+    );
+}
