@@ -45,11 +45,13 @@ const DIFF_CONTEXT: usize = 3;
 /// Past this many cells, the line diff falls back to "all old lines removed, all new added".
 const LCS_MAX_CELLS: usize = 4_000_000;
 
-/// Escapes `& < > " '` for HTML text and double-quoted attribute values. Every recorded string
-/// goes through here.
+/// Escapes `& < > " '` for HTML text and double-quoted attribute values, and shows the
+/// characters that would make text read in another order or hide in it (bidi controls such as
+/// U+202E, other control characters but line breaks and tabs) as U+FFFD, as the terminal views do.
+/// Every recorded string goes through here.
 pub fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
-    for c in text.chars() {
+    for c in super::terminal_safe(text).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
@@ -1129,6 +1131,9 @@ mod tests {
             "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
         );
         assert_eq!(esc("plain é"), "plain é");
+        // Bidi overrides and escape sequences are shown, not obeyed.
+        assert_eq!(esc("a\u{202e}gnp.exe"), "a\u{fffd}gnp.exe");
+        assert_eq!(esc("x\u{1b}[2Jy\nz"), "x\u{fffd}[2Jy\nz");
     }
 
     #[test]
