@@ -73,11 +73,16 @@ pub fn current() -> &'static Config {
 
 /// `$VAR/acptap/NAME`, else `~/FALLBACK/acptap/NAME`: where the XDG base directory
 /// specification puts a file.
+///
+/// As the specification says, a relative `$VAR` is ignored; an empty or relative `$HOME` is no
+/// home at all (so nothing lands in the current directory by accident).
 pub fn xdg_path(var: &str, fallback: &str, name: &str) -> Option<PathBuf> {
-    let base = std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))?;
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    let base = std::env::var_os(var).and_then(absolute).or_else(|| {
+        std::env::var_os("HOME")
+            .and_then(absolute)
+            .map(|h| h.join(fallback))
+    })?;
     Some(base.join("acptap").join(name))
 }
 

@@ -426,6 +426,20 @@ pub struct DemoArgs {
     pub db: Option<PathBuf>,
 }
 
+/// Writes a file only its owner can read, as the database is (a report or a transcript holds what
+/// the session said).
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(bytes)
+}
+
 /// The longest duration any option takes: beyond it, arithmetic on times would overflow.
 const LONGEST: Duration = Duration::from_secs(100 * 365 * 86_400);
 
@@ -633,7 +647,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                     .collect();
                 PathBuf::from(format!("acptap-{safe}.html"))
             });
-            std::fs::write(&path, html)
+            write_private(&path, html.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
             print(&format!("{}\n", path.display()))?;
             Ok(0)
@@ -647,7 +661,11 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 Some(ColorArg::Auto) | None => match config.color {
                     Some(config::ColorChoice::Always) => true,
                     Some(config::ColorChoice::Never) => false,
-                    _ => std::io::stdout().is_terminal(),
+                    // https://no-color.org: a set, non-empty NO_COLOR means no colour by default.
+                    _ => {
+                        std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                            && std::io::stdout().is_terminal()
+                    }
                 },
             };
             if !path.exists() {
@@ -832,7 +850,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
                 text.push('\n');
             }
             match args.output {
-                Some(path) => std::fs::write(&path, text)
+                Some(path) => write_private(&path, text.as_bytes())
                     .with_context(|| format!("cannot write {}", path.display()))?,
                 None => print(&text)?,
             }

@@ -207,12 +207,17 @@ fn render_unescaped(t: &Timeline) -> String {
             .map(|l| format!(" · label {l}"))
             .unwrap_or_default()
     );
-    let state = match (s.connection_ended_at, s.complete) {
-        (None, _) => "still recording".to_owned(),
-        (Some(_), true) => format!("ended, exit {}", s.exit_code.unwrap_or(-1)),
-        (Some(_), false) => format!(
-            "ended, exit {} · INCOMPLETE: {} line(s) not recorded",
-            s.exit_code.unwrap_or(-1),
+    // An import has no exit status to tell.
+    let exit = s
+        .exit_code
+        .map(|code| format!(", exit {code}"))
+        .unwrap_or_default();
+    let state = match (s.state, s.complete) {
+        ("live", _) => "still recording".to_owned(),
+        ("interrupted", _) => "interrupted: the process recording it is gone".to_owned(),
+        (_, true) => format!("ended{exit}"),
+        (_, false) => format!(
+            "ended{exit} · INCOMPLETE: {} line(s) not recorded",
             s.lost_messages
         ),
     };

@@ -735,14 +735,25 @@ impl Policy {
             if let Some(rule) = &test.rule
                 && verdict.rule.as_deref() != Some(rule)
             {
-                problems.push(format!("expected rule `{rule}`, got {:?}", verdict.rule));
+                problems.push(format!(
+                    "expected rule `{rule}`, got {}",
+                    verdict
+                        .rule
+                        .as_deref()
+                        .map(|r| format!("`{r}`"))
+                        .unwrap_or_else(|| "the default".into())
+                ));
             }
             if let Some(option) = &test.option
                 && verdict.option_id.as_deref() != Some(option)
             {
                 problems.push(format!(
-                    "expected option `{option}`, got {:?}",
-                    verdict.option_id
+                    "expected option `{option}`, got {}",
+                    verdict
+                        .option_id
+                        .as_deref()
+                        .map(|o| format!("`{o}`"))
+                        .unwrap_or_else(|| "none (the request goes to the user)".into())
                 ));
             }
             results.push(CheckResult {

@@ -16,7 +16,9 @@ pub enum QueryError {
         spec: String,
         candidates: Vec<String>,
     },
-    #[error("the database holds no session yet; record one with `acptap run` or `acptap demo`")]
+    #[error(
+        "the database holds no session yet; record one with `acptap run` or load one with `acptap import FILE.jsonl`"
+    )]
     NoSessions,
     #[error(transparent)]
     Sql(#[from] rusqlite::Error),

@@ -43,7 +43,7 @@ pub enum StoreError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error(
-        "no database at {0}: record a session first with `acptap run` or `acptap demo`, or point --db / ACPTAP_DB at one"
+        "no database at {0}: record a session first with `acptap run` (or load one with `acptap import FILE.jsonl`), or point --db / ACPTAP_DB at one"
     )]
     Missing(PathBuf),
     #[error(

@@ -205,9 +205,21 @@ pub fn compare(
         }
         compare_calls(n, &was.calls, &now.calls, &mut report.differences);
         if was.permissions != now.permissions {
+            let list = |permissions: &[(String, String, String)]| {
+                let items: Vec<String> = permissions
+                    .iter()
+                    .map(|(kind, title, answer)| format!("{kind} `{title}` -> {answer}"))
+                    .collect();
+                if items.is_empty() {
+                    "none".to_owned()
+                } else {
+                    items.join(", ")
+                }
+            };
             report.differences.push(format!(
-                "turn {n}: permission requests differ: recorded {:?}, live {:?}",
-                was.permissions, now.permissions
+                "turn {n}: permission requests differ: recorded {}, live {}",
+                list(&was.permissions),
+                list(&now.permissions)
             ));
         }
     }

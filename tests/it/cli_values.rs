@@ -89,3 +89,88 @@ fn prune_lists_with_dry_run_asks_for_yes_and_never_deletes_a_recent_one() {
     sb.acptap(&["prune", "--older-than", "0s", "--yes"]);
     assert_eq!(sb.count("SELECT count(*) FROM connections"), 0);
 }
+
+/// An empty or relative `HOME`, a relative `XDG_DATA_HOME`: never a database in the current
+/// directory by accident; files acptap writes are its owner's only; `NO_COLOR` is honoured;
+/// `show` says no exit status for an import.
+#[test]
+fn homes_file_modes_colours_and_import_exit_status() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let cwd = sb.path("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    for (home, xdg) in [("", None), ("relative/home", Some("relative/data"))] {
+        let mut command = Command::new(acptap_bin());
+        command
+            .args(["import", fixture(SAMPLES[0]).to_str().unwrap()])
+            .current_dir(&cwd)
+            .env_remove("ACPTAP_DB")
+            .env_remove("XDG_DATA_HOME")
+            .env("XDG_CONFIG_HOME", sb.dir.path())
+            .env("HOME", home);
+        if let Some(xdg) = xdg {
+            command.env("XDG_DATA_HOME", xdg);
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "HOME={home:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("cannot find a place for the database"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read_dir(&cwd).unwrap().count(),
+            0,
+            "something was written in the cwd"
+        );
+    }
+
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let report = sb.path("r.html");
+    let transcript = sb.path("t.jsonl");
+    sb.acptap(&["report", "last", "-o", report.to_str().unwrap()]);
+    sb.acptap(&["export", "last", "-o", transcript.to_str().unwrap()]);
+    for file in [&report, &transcript] {
+        let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+    }
+
+    let shown = String::from_utf8(sb.acptap(&["show", "last"]).stdout).unwrap();
+    assert!(!shown.contains("exit -1"), "{shown}");
+    assert!(shown.contains("ended"), "{shown}");
+
+    // tail on a terminal (util-linux `script` gives it one): colour by default, none with
+    // NO_COLOR.
+    let tail_on_a_terminal = |no_color: bool| -> String {
+        let mut command = Command::new("script");
+        command
+            .args(["-qefc"])
+            .arg(format!(
+                "timeout 1 {} tail --interval 20ms",
+                acptap_bin().display()
+            ))
+            .arg("/dev/null")
+            .env("ACPTAP_DB", sb.db())
+            .env("XDG_CONFIG_HOME", sb.dir.path())
+            .env_remove("NO_COLOR")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if no_color {
+            command.env("NO_COLOR", "1");
+        }
+        let tail = command.spawn().expect("script (util-linux)");
+        std::thread::sleep(Duration::from_millis(300));
+        sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+        String::from_utf8_lossy(&tail.wait_with_output().unwrap().stdout).into_owned()
+    };
+    let coloured = tail_on_a_terminal(false);
+    assert!(
+        coloured.contains("tool started") && coloured.contains("\u{1b}["),
+        "{coloured}"
+    );
+    let plain = tail_on_a_terminal(true);
+    assert!(
+        plain.contains("tool started") && !plain.contains("\u{1b}["),
+        "{plain}"
+    );
+}
