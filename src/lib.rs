@@ -32,6 +32,9 @@ pub mod record;
 pub mod replay;
 
 #[cfg(test)]
+mod fuzz;
+
+#[cfg(test)]
 mod layering {
     //! What each module may import from the others, checked on the source: the data path and
     //! the sans-IO cores stay free of the views and the commands.

@@ -335,6 +335,21 @@ impl PolicySet {
         Ok(set)
     }
 
+    /// One file's text as a policy, for the fuzz tests (no file is read).
+    #[cfg(test)]
+    pub(crate) fn parse_text(file: &Path, text: &str) -> Result<PolicySet, PolicyError> {
+        let mut set = PolicySet {
+            rules: Vec::new(),
+            default: Decision::Ask,
+            files: vec![file.to_owned()],
+            hash: String::new(),
+            tests: Vec::new(),
+            examples: Vec::new(),
+        };
+        set.default = set.add_file(file, text)?;
+        Ok(set)
+    }
+
     fn add_file(&mut self, file: &Path, text: &str) -> Result<Decision, PolicyError> {
         let at = |offset: usize| Origin {
             file: file.to_owned(),
