@@ -944,8 +944,13 @@ mod tests {
     fn durations() {
         assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("2").unwrap_err().contains("needs a unit"));
+        assert_eq!(parse_duration("1h 30m"), Ok(Duration::from_secs(5400)));
         assert!(parse_duration("soon").unwrap_err().contains("soon"));
+        assert!(parse_duration("101years").is_err());
+        assert!(parse_interval("5ms").is_err());
+        assert!(parse_speed("0").is_err() && parse_speed("nan").is_err());
+        assert_eq!(parse_speed("2.5"), Ok(2.5));
     }
 
     #[test]
