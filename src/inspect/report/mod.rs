@@ -28,22 +28,27 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use sha2::Digest;
 
+mod diff;
+
 use super::show::{self, Item, TurnView};
 use super::{format_duration, format_time, one_line};
 use crate::record::Reader;
 use crate::record::queries::{self, MessageRow, PermissionRow, SessionRef, ToolCallRow};
+use diff::diff;
 
 /// Payloads longer than this (in bytes) are shown truncated, with an expander for the rest.
 pub const TRUNCATE_AT: usize = 4096;
 
-/// A diff with more rows than this starts collapsed.
-const DIFF_OPEN_ROWS: usize = 200;
-
-/// Unchanged lines kept on each side of a change; longer unchanged runs are folded.
-const DIFF_CONTEXT: usize = 3;
-
-/// Past this many cells, the line diff falls back to "all old lines removed, all new added".
-const LCS_MAX_CELLS: usize = 4_000_000;
+/// The page's style. No recorded data in it.
+pub const CSS: &str = include_str!("report.css");
+/// Runs first: records script errors and CSP violations on `<html data-errors>`, so a reader (or
+/// a test) can see that the page ran cleanly.
+pub const GUARD_JS: &str = include_str!("guard.js");
+/// The filters: each `<select data-attr=X>` keeps the `.row`s whose `data-X` matches (rows
+/// without `data-X` are not its business); the search box keeps rows containing the text. The
+/// state lives in the URL (`#f:dir=c2a&q=...`) so a filtered view can be linked. Ends by setting
+/// `<body data-ready="1">`.
+pub const FILTER_JS: &str = include_str!("filter.js");
 
 /// Escapes `& < > " '` for HTML text and double-quoted attribute values, and shows the
 /// characters that would make text read in another order or hide in it (bidi controls such as
@@ -713,141 +718,6 @@ fn content_item(out: &mut String, item: &Value) {
     }
 }
 
-/// One step of a line diff: indexes into the old and new lines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum DiffOp {
-    Same(usize, usize),
-    Removed(usize),
-    Added(usize),
-}
-
-/// A line diff: the common prefix and suffix, and a longest common subsequence between them
-/// (or, when that would take too much memory, everything between them removed then added).
-fn line_diff(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
-    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    let suffix = old[prefix..]
-        .iter()
-        .rev()
-        .zip(new[prefix..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let (a, b) = (
-        &old[prefix..old.len() - suffix],
-        &new[prefix..new.len() - suffix],
-    );
-    let mut ops: Vec<DiffOp> = (0..prefix).map(|i| DiffOp::Same(i, i)).collect();
-    if (a.len() + 1) * (b.len() + 1) <= LCS_MAX_CELLS {
-        // lcs[i][j]: the longest common subsequence of a[i..] and b[j..].
-        let width = b.len() + 1;
-        let mut lcs = vec![0u32; (a.len() + 1) * width];
-        for i in (0..a.len()).rev() {
-            for j in (0..b.len()).rev() {
-                lcs[i * width + j] = if a[i] == b[j] {
-                    lcs[(i + 1) * width + j + 1] + 1
-                } else {
-                    lcs[(i + 1) * width + j].max(lcs[i * width + j + 1])
-                };
-            }
-        }
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            if i < a.len() && j < b.len() && a[i] == b[j] {
-                ops.push(DiffOp::Same(prefix + i, prefix + j));
-                i += 1;
-                j += 1;
-            } else if j == b.len()
-                || (i < a.len() && lcs[(i + 1) * width + j] >= lcs[i * width + j + 1])
-            {
-                ops.push(DiffOp::Removed(prefix + i));
-                i += 1;
-            } else {
-                ops.push(DiffOp::Added(prefix + j));
-                j += 1;
-            }
-        }
-    } else {
-        ops.extend((0..a.len()).map(|i| DiffOp::Removed(prefix + i)));
-        ops.extend((0..b.len()).map(|j| DiffOp::Added(prefix + j)));
-    }
-    let (old_end, new_end) = (old.len() - suffix, new.len() - suffix);
-    ops.extend((0..suffix).map(|k| DiffOp::Same(old_end + k, new_end + k)));
-    ops
-}
-
-/// A `"type":"diff"` content item as a table of old and new lines with their numbers.
-fn diff(out: &mut String, item: &Value) {
-    let path = item.get("path").and_then(Value::as_str).unwrap_or("?");
-    let old_text = item.get("oldText").and_then(Value::as_str);
-    let new_text = item.get("newText").and_then(Value::as_str).unwrap_or("");
-    let old: Vec<&str> = old_text.map(|t| t.lines().collect()).unwrap_or_default();
-    let new: Vec<&str> = new_text.lines().collect();
-    let ops = line_diff(&old, &new);
-    let (removed, added) = ops.iter().fold((0, 0), |(r, a), op| match op {
-        DiffOp::Removed(_) => (r + 1, a),
-        DiffOp::Added(_) => (r, a + 1),
-        DiffOp::Same(..) => (r, a),
-    });
-    let _ = write!(
-        out,
-        "<details class=\"diff\"{}><summary>diff <code>{}</code>{} <span class=\"del\">−{removed}</span> \
-         <span class=\"add\">+{added}</span></summary>\n<table class=\"diff\"><tbody>\n",
-        if ops.len() <= DIFF_OPEN_ROWS {
-            " open"
-        } else {
-            ""
-        },
-        esc(path),
-        if old_text.is_none() {
-            " (new file)"
-        } else {
-            ""
-        },
-    );
-    // Unchanged lines farther than DIFF_CONTEXT from any change are folded.
-    let near_change = |k: usize| {
-        let lo = k.saturating_sub(DIFF_CONTEXT);
-        let hi = (k + DIFF_CONTEXT + 1).min(ops.len());
-        ops[lo..hi].iter().any(|op| !matches!(op, DiffOp::Same(..)))
-    };
-    let mut folded = 0;
-    for (k, op) in ops.iter().enumerate() {
-        if matches!(op, DiffOp::Same(..)) && !near_change(k) {
-            folded += 1;
-            continue;
-        }
-        if folded > 0 {
-            let _ = writeln!(
-                out,
-                "<tr class=\"fold\"><td class=\"ln\"></td><td class=\"ln\"></td><td class=\"sign\">\
-                 </td><td class=\"code\">⋯ {folded} unchanged line(s)</td></tr>"
-            );
-            folded = 0;
-        }
-        let (class, old_no, new_no, sign, text) = match *op {
-            DiffOp::Same(i, j) => ("ctx", Some(i), Some(j), " ", old[i]),
-            DiffOp::Removed(i) => ("del", Some(i), None, "-", old[i]),
-            DiffOp::Added(j) => ("add", None, Some(j), "+", new[j]),
-        };
-        let number = |n: Option<usize>| n.map(|n| (n + 1).to_string()).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "<tr class=\"{class}\"><td class=\"ln\">{}</td><td class=\"ln\">{}</td><td \
-             class=\"sign\">{sign}</td><td class=\"code\">{}</td></tr>",
-            number(old_no),
-            number(new_no),
-            esc(text)
-        );
-    }
-    if folded > 0 {
-        let _ = writeln!(
-            out,
-            "<tr class=\"fold\"><td class=\"ln\"></td><td class=\"ln\"></td><td class=\"sign\">\
-             </td><td class=\"code\">⋯ {folded} unchanged line(s)</td></tr>"
-        );
-    }
-    out.push_str("</tbody></table></details>\n");
-}
-
 fn kind_of(call: &ToolCallRow) -> &str {
     call.kind.as_deref().unwrap_or("other")
 }
@@ -933,193 +803,6 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// The page's style. No recorded data in it.
-pub const CSS: &str = r#"
-:root { --fg: #1d232b; --muted: #66707c; --bg: #fff; --panel: #f5f7fa; --line: #dde2e8;
-  --add: #e6f7ea; --add-fg: #116329; --del: #fdecec; --del-fg: #a4161a; --accent: #0b62c4;
-  --warn: #9a6700; font-family: system-ui, sans-serif; font-size: 14px; color: var(--fg);
-  background: var(--bg); }
-@media (prefers-color-scheme: dark) {
-  :root { --fg: #dfe3e8; --muted: #98a2ad; --bg: #15191e; --panel: #1e242b; --line: #333c46;
-    --add: #15321f; --add-fg: #7ee09a; --del: #3a1a1c; --del-fg: #ff9b9b; --accent: #6cb0ff;
-    --warn: #e0b050; }
-}
-body { margin: 0 auto; max-width: 1200px; padding: 1em 1.5em 4em; }
-h1 { font-size: 1.4em; margin: .2em 0 .6em; }
-h2 { font-size: 1.2em; border-bottom: 1px solid var(--line); padding-bottom: .2em; margin-top: 1.6em; }
-h3 { font-size: 1.05em; margin: 0 0 .5em; }
-a { color: var(--accent); text-decoration: none; }
-a:hover { text-decoration: underline; }
-code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12.5px; }
-pre { margin: .3em 0; padding: .5em .7em; background: var(--panel); border: 1px solid var(--line);
-  border-radius: 4px; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 40em; overflow: auto; }
-pre.text { font-family: inherit; font-size: inherit; background: none; border: none; padding: 0; max-height: none; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; margin: 0; }
-dl.meta dt { color: var(--muted); }
-dl.meta dd { margin: 0; overflow-wrap: anywhere; }
-.ok { color: var(--add-fg); } .bad { color: var(--del-fg); } .warn { color: var(--warn); }
-.hint, .meta, .when, .dur, .tcid, .kind { color: var(--muted); font-size: .9em; }
-#filters { position: sticky; top: 0; z-index: 2; background: var(--bg); border-bottom: 1px solid var(--line);
-  padding: .6em 0; margin-top: 1em; display: flex; flex-wrap: wrap; gap: .5em 1em; align-items: center; }
-#filters select, #filters input { font: inherit; max-width: 16em; }
-#f-count { font-weight: 600; }
-.turn { border: 1px solid var(--line); border-radius: 6px; padding: .7em 1em; margin: 1em 0; }
-.turn h3 .stop { background: var(--panel); border: 1px solid var(--line); border-radius: 3px; padding: 0 .4em; }
-.items > .row { display: block; padding: .35em 0; border-top: 1px dashed var(--line); }
-.who { display: inline-block; min-width: 5.5em; color: var(--muted); font-size: .85em;
-  text-transform: uppercase; letter-spacing: .04em; vertical-align: top; }
-.row.prompt pre.text, .row.say pre.text, .row.thought pre.text, .row.error pre.text { display: inline-block;
-  vertical-align: top; width: calc(100% - 6.5em); margin: 0; }
-.row.thought pre.text { font-style: italic; color: var(--muted); }
-.row.error pre.text { color: var(--del-fg); }
-.row.plan ul { display: inline-block; margin: 0; padding-left: 1.2em; vertical-align: top; }
-.row.tool .line, .row.perm .line { font-weight: 500; }
-.icon { display: inline-block; width: 1.6em; text-align: center; }
-.status { border-radius: 3px; padding: 0 .45em; font-size: .85em; border: 1px solid var(--line); }
-.st-pending { background: #eef0f3; color: #4b5563; }
-.st-in_progress { background: #fff4d6; color: #7a5200; }
-.st-completed { background: var(--add); color: var(--add-fg); }
-.st-failed { background: var(--del); color: var(--del-fg); font-weight: 700; }
-.st-custom { background: #efe6ff; color: #5b2a9e; font-style: italic; }
-.paths code { background: var(--panel); padding: 0 .3em; border-radius: 3px; }
-.row.tool > .paths, .row.tool > .meta, .row.perm > .meta { margin-left: 2.2em; }
-details > summary { cursor: pointer; color: var(--accent); }
-details.payload { margin: .2em 0 .2em 1.6em; }
-details.diff { margin: .3em 0 .3em 1.6em; }
-table.diff { border-collapse: collapse; width: 100%; font-family: ui-monospace, monospace; font-size: 12.5px; }
-table.diff td { padding: 0 .5em; vertical-align: top; }
-table.diff td.ln { color: var(--muted); text-align: right; width: 3.5em; user-select: none; border-right: 1px solid var(--line); }
-table.diff td.sign { width: 1em; user-select: none; }
-table.diff td.code { white-space: pre-wrap; overflow-wrap: anywhere; }
-tr.add { background: var(--add); color: var(--add-fg); }
-tr.del { background: var(--del); color: var(--del-fg); }
-tr.fold td { color: var(--muted); font-style: italic; }
-span.add { color: var(--add-fg); } span.del { color: var(--del-fg); }
-ul.options { margin: .2em 0 .2em 1.6em; padding-left: 1.2em; }
-ul.options li.chosen { font-weight: 700; }
-.okind { color: var(--muted); font-size: .85em; }
-.decision.allow { color: var(--add-fg); font-weight: 600; }
-.decision.reject { color: var(--del-fg); font-weight: 600; }
-.trunc:has(> details.more[open]) > pre.preview { display: none; }
-table.msgs { border-collapse: collapse; width: 100%; table-layout: fixed; }
-table.msgs th, table.msgs td { text-align: left; padding: .2em .4em; border-bottom: 1px solid var(--line);
-  vertical-align: top; overflow-wrap: anywhere; }
-table.msgs th:nth-child(1) { width: 3em; } table.msgs th:nth-child(2) { width: 5.5em; }
-table.msgs th:nth-child(3) { width: 7.5em; } table.msgs th:nth-child(4) { width: 6.5em; }
-table.msgs th:nth-child(5) { width: 13em; } table.msgs th:nth-child(6) { width: 4em; }
-table.msgs th:nth-child(7) { width: 5.5em; } table.msgs th:nth-child(8) { width: 4.5em; }
-table.msgs summary { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; color: var(--fg);
-  font-family: ui-monospace, monospace; font-size: 12px; }
-tr.dir-c2a td:nth-child(3) { color: var(--accent); }
-tr.dir-a2c td:nth-child(3) { color: var(--add-fg); }
-tr.dir-stderr td:nth-child(3) { color: var(--warn); }
-tr.other { opacity: .6; }
-.badge { font-size: .75em; border: 1px solid var(--line); border-radius: 3px; padding: 0 .3em; color: var(--muted); }
-:target { outline: 2px solid var(--accent); outline-offset: 2px; }
-[hidden] { display: none !important; }
-"#;
-
-/// Runs first: records script errors and CSP violations on `<html data-errors>`, so a reader (or
-/// a test) can see that the page ran cleanly.
-pub const GUARD_JS: &str = r#"
-(() => {
-  const note = (text) => {
-    const root = document.documentElement;
-    root.dataset.errors = (root.dataset.errors || '') + text + '\n';
-  };
-  window.addEventListener('error', (e) => note('error: ' + e.message));
-  document.addEventListener('securitypolicyviolation', (e) => note('csp: ' + e.violatedDirective));
-})();
-"#;
-
-/// The filters: each `<select data-attr=X>` keeps the `.row`s whose `data-X` matches (rows
-/// without `data-X` are not its business); the search box keeps rows containing the text. The
-/// state lives in the URL (`#f:dir=c2a&q=...`) so a filtered view can be linked. Ends by setting
-/// `<body data-ready="1">`.
-pub const FILTER_JS: &str = r#"
-(() => {
-  'use strict';
-  const selects = Array.from(document.querySelectorAll('#filters select'));
-  const search = document.getElementById('f-q');
-  const count = document.getElementById('f-count');
-  const rows = Array.from(document.querySelectorAll('.row'));
-  const PREFIX = '#f:';
-
-  const apply = () => {
-    const q = search.value.trim().toLowerCase();
-    let shown = 0;
-    for (const row of rows) {
-      let keep = selects.every((s) => {
-        const attr = s.dataset.attr;
-        return s.value === '' || !(attr in row.dataset) || row.dataset[attr] === s.value;
-      });
-      if (keep && q !== '') keep = row.textContent.toLowerCase().includes(q);
-      row.hidden = !keep;
-      if (keep) shown += 1;
-    }
-    count.textContent = shown + ' of ' + rows.length + ' rows shown';
-  };
-
-  const save = () => {
-    const params = new URLSearchParams();
-    for (const s of selects) if (s.value !== '') params.set(s.dataset.attr, s.value);
-    if (search.value !== '') params.set('q', search.value);
-    const state = params.toString();
-    try {
-      history.replaceState(null, '', state === '' ? location.pathname : PREFIX + state);
-    } catch (e) {
-      // Some browsers refuse history changes for file: pages; the filters work all the same.
-    }
-  };
-
-  const load = () => {
-    const params = new URLSearchParams(location.hash.slice(PREFIX.length));
-    for (const s of selects) {
-      s.value = params.get(s.dataset.attr) || '';
-      if (s.selectedIndex < 0) s.value = '';
-    }
-    search.value = params.get('q') || '';
-  };
-
-  const reset = () => {
-    for (const s of selects) s.value = '';
-    search.value = '';
-    apply();
-    save();
-  };
-
-  for (const s of selects) s.addEventListener('change', () => { apply(); save(); });
-  search.addEventListener('input', () => { apply(); save(); });
-  document.getElementById('f-reset').addEventListener('click', reset);
-
-  // A link to a row the filters hide shows everything again.
-  window.addEventListener('hashchange', () => {
-    if (location.hash.startsWith(PREFIX)) {
-      load();
-      apply();
-      return;
-    }
-    let id = location.hash.slice(1);
-    try {
-      id = decodeURIComponent(id);
-    } catch (e) {
-      // Not percent-encoded: use it as it is.
-    }
-    const target = document.getElementById(id);
-    if (target && target.closest('[hidden]')) {
-      const hash = location.hash;
-      reset();
-      history.replaceState(null, '', hash);
-      target.scrollIntoView();
-    }
-  });
-
-  if (location.hash.startsWith(PREFIX)) load();
-  apply();
-  document.body.dataset.ready = '1';
-})();
-"#;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1134,35 +817,6 @@ mod tests {
         // Bidi overrides and escape sequences are shown, not obeyed.
         assert_eq!(esc("a\u{202e}gnp.exe"), "a\u{fffd}gnp.exe");
         assert_eq!(esc("x\u{1b}[2Jy\nz"), "x\u{fffd}[2Jy\nz");
-    }
-
-    #[test]
-    fn line_diff_finds_changed_lines() {
-        use DiffOp::*;
-        let old = ["a", "b", "c", "d"];
-        let new = ["a", "B", "c", "d", "e"];
-        assert_eq!(
-            line_diff(&old, &new),
-            vec![
-                Same(0, 0),
-                Removed(1),
-                Added(1),
-                Same(2, 2),
-                Same(3, 3),
-                Added(4)
-            ]
-        );
-        assert_eq!(line_diff(&[], &["x"]), vec![Added(0)]);
-        assert_eq!(line_diff(&["x"], &[]), vec![Removed(0)]);
-        // An insertion in the middle keeps what follows as context.
-        assert_eq!(
-            line_diff(&["1", "2", "3"], &["1", "x", "2", "3"]),
-            vec![Same(0, 0), Added(1), Same(1, 2), Same(2, 3)]
-        );
-        // Reordered lines: one is kept, the other removed and added.
-        let ops = line_diff(&["p", "q"], &["q", "p"]);
-        assert_eq!(ops.iter().filter(|o| matches!(o, Same(..))).count(), 1);
-        assert_eq!(ops.len(), 3);
     }
 
     #[test]
