@@ -15,8 +15,9 @@
 //! - [`protocol`]: sans-IO understanding of ACP: message kinds, tool-call state, correlation.
 //! - [`policy`]: sans-IO decisions on permission requests: rules, paths, shell commands, the
 //!   command table (what a command's options and arguments can do), the built-in guards.
-//! - [`record`]: the recorder thread, redaction, the schema's writes, the read-side queries,
-//!   transcripts and traces.
+//! - [`record`]: the recorder thread, redaction, the schema's writes, the read-side queries, the
+//!   transcript format and its import.
+//! - [`export`]: transcripts and traces written from a recording, through the read side.
 //! - [`replay`]: a recording played as the agent or as the client, and the divergence report.
 //! - [`inspect`]: recordings rendered (show, report, stats, tail); [`bench`] measures the proxy.
 //! - [`cli`]: the commands and the config file; [`demo`] is the built-in demo.
@@ -24,6 +25,7 @@
 pub mod bench;
 pub mod cli;
 pub mod demo;
+pub mod export;
 pub mod inspect;
 pub mod policy;
 pub mod protocol;
@@ -51,6 +53,7 @@ mod layering {
         ("replay", &["protocol", "proxy", "record"]),
         ("demo", &["inspect", "proxy", "record"]),
         ("bench", &["record", "protocol"]),
+        ("export", &["record", "protocol"]),
     ];
 
     fn sources(path: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -835,13 +835,13 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             let session = queries::resolve_session(&reader, &args.session)?;
             let lines = match args.format {
                 ExportFormat::Jsonl => {
-                    crate::record::transcript::export(&reader, session.connection_id)?
+                    crate::export::transcript::export(&reader, session.connection_id)?
                         .iter()
                         .map(serde_json::to_string)
                         .collect::<Result<Vec<_>, _>>()?
                 }
                 ExportFormat::Trace => {
-                    crate::record::trace::export(&reader, session.connection_id)?
+                    crate::export::trace::export(&reader, session.connection_id)?
                 }
             };
             let mut text = String::new();

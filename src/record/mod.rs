@@ -20,7 +20,6 @@ pub mod reader;
 pub mod redact;
 pub mod stats;
 pub mod store;
-pub mod trace;
 pub mod transcript;
 
 use std::path::PathBuf;

@@ -9,8 +9,6 @@
 //! Importing runs the same observer and store as live recording, so an imported transcript is
 //! materialised exactly as if it had gone through `acptap run`.
 
-use std::fmt::Write as _;
-
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -161,57 +159,6 @@ pub fn parse(text: &str) -> Result<Vec<TranscriptRecord>, TranscriptError> {
         });
     }
     Ok(records)
-}
-
-/// The lines of a connection as transcript records (`t` relative to its first line).
-pub fn export(
-    reader: &super::Reader,
-    connection_id: i64,
-) -> Result<Vec<TranscriptRecord>, TranscriptError> {
-    let mut out = Vec::new();
-    let mut first_ts = None;
-    for line in super::queries::connection_lines(reader, connection_id)? {
-        let super::queries::ConnectionLine {
-            seq,
-            ts,
-            direction: dir,
-            mut raw,
-            origin,
-            forwarded,
-        } = line;
-        let start = *first_ts.get_or_insert(ts);
-        let eol = raw.last() == Some(&b'\n');
-        if eol {
-            raw.pop();
-        }
-        let (text, hex) = match String::from_utf8(raw) {
-            Ok(text) => (Some(text), None),
-            Err(e) => (
-                None,
-                Some(e.into_bytes().iter().fold(String::new(), |mut s, b| {
-                    let _ = write!(s, "{b:02x}");
-                    s
-                })),
-            ),
-        };
-        let first = out.is_empty();
-        out.push(TranscriptRecord {
-            start: first.then(|| {
-                let at = std::time::UNIX_EPOCH
-                    + std::time::Duration::from_micros(u64::try_from(ts).unwrap_or(0));
-                humantime::format_rfc3339_micros(at).to_string()
-            }),
-            seq: Some(seq),
-            t: (ts - start) as f64 / 1e6,
-            dir,
-            eol,
-            text,
-            hex,
-            origin: (origin != "peer").then_some(origin),
-            forwarded: (!forwarded).then_some(false),
-        });
-    }
-    Ok(out)
 }
 
 /// Loads a transcript into the database as a new connection, through the same ingest path as

@@ -1,11 +1,11 @@
-//! `record::trace`: a recorded connection as the NDJSON event stream of the ACP conductor's trace
+//! `export::trace`: a recorded connection as the NDJSON event stream of the ACP conductor's trace
 //! viewer (`agent-client-protocol-trace-viewer`).
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use acptap::export::trace;
 use acptap::record::Reader;
-use acptap::record::trace;
 use serde_json::{Value, json};
 
 use crate::util::{SAMPLES, Sandbox, fixture};

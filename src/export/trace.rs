@@ -83,7 +83,7 @@ use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::Reader;
+use crate::record::Reader;
 
 /// The editor's swimlane.
 pub const CLIENT: &str = "client";
