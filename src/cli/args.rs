@@ -1,0 +1,465 @@
+//! The command line's clap definitions: their doc comments are the help text. The values a user
+//! gives are checked here (durations, intervals, speeds, the database path's precedence).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use super::{config, policy};
+use crate::record::{Reader, Store};
+
+/// A byte-exact recording proxy for the Agent Client Protocol.
+///
+/// Put it where your editor launches the agent: `acptap run -- <agent command>`. It forwards every
+/// byte both ways unchanged and records the conversation into SQLite.
+#[derive(Debug, Parser)]
+#[command(name = "acptap", version, propagate_version = true)]
+pub struct Cli {
+    /// The configuration file [default: $XDG_CONFIG_HOME/acptap/config.toml]
+    #[arg(long, global = true, env = "ACPTAP_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an agent behind the recording proxy: `acptap run [OPTIONS] -- AGENT [ARGS...]`.
+    Run(RunArgs),
+    /// List recorded sessions, most recent first.
+    Sessions(SessionsArgs),
+    /// Show one session as a timeline: turns, agent text, tool calls, permission decisions.
+    Show(ShowArgs),
+    /// List tool calls, of one session or of all.
+    Tools(ToolsArgs),
+    /// Replay a recorded session: as the agent toward a live client (on stdin/stdout), or as the
+    /// client toward a live agent (`--as client -- AGENT...`).
+    Replay(ReplayArgs),
+    /// Write a recorded session's connection as a transcript (exact lines, direction and time).
+    Export(ExportArgs),
+    /// Load a transcript (as `export` writes it, or shared/samples) into the database.
+    Import(ImportArgs),
+    /// Write one session as a self-contained HTML file: timeline, tool calls, diffs, permission
+    /// decisions, the raw messages, with filters.
+    Report(ReportArgs),
+    /// Follow a database live: one line per tool call, permission decision and turn end.
+    Tail(TailArgs),
+    /// Counts and durations: tool calls per kind and status, permission decisions, turns, bytes.
+    Stats(StatsArgs),
+    /// Delete connections older than a duration, with everything recorded under them.
+    Prune(PruneArgs),
+    /// Give the space of deleted rows back to the file system.
+    Vacuum(DbOnlyArgs),
+    /// Bring a database recorded by an older acptap up to this version's schema (the views read
+    /// only, so they ask for this instead of doing it).
+    Migrate(DbOnlyArgs),
+    /// Try a policy out: decide one request, run a policy's tests, or replay recorded requests.
+    Policy(policy::PolicyArgs),
+    /// Run a complete demo session (built-in client and agent) through the real proxy and show it.
+    Demo(DemoArgs),
+    /// Measure the proxy against a plain pipe (see docs/performance.md).
+    Bench(BenchArgs),
+    /// The agent side of `acptap bench`.
+    #[command(hide = true)]
+    BenchPeer {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The built-in demo agent: speaks ACP on stdin/stdout (used by `acptap demo`).
+    #[command(hide = true)]
+    DemoAgent {
+        /// Behave differently from the recording (for testing `replay --as client`): one tool
+        /// call fewer, one title changed, another stop reason.
+        #[arg(long)]
+        altered: bool,
+    },
+}
+
+/// Where recordings are.
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// The SQLite database [default: $XDG_DATA_HOME/acptap/acptap.db]
+    #[arg(long, env = "ACPTAP_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArgs {
+    /// `--db`, else `$ACPTAP_DB` (clap reads both), else the config file's `db`, else the XDG
+    /// default.
+    pub fn path(&self) -> anyhow::Result<PathBuf> {
+        resolve_db(
+            self.db.clone(),
+            config::current().db.clone(),
+            default_db_path,
+        )
+        .context("cannot find a place for the database: set --db, ACPTAP_DB, `db` in the config file, XDG_DATA_HOME or HOME")
+    }
+
+    /// The database, for commands that change it (`prune`, `vacuum`, `migrate`).
+    pub(crate) fn open(&self) -> anyhow::Result<Store> {
+        Ok(Store::open_existing(&self.path()?)?)
+    }
+
+    /// The database, read-only, for the views.
+    pub(crate) fn read(&self) -> anyhow::Result<Reader> {
+        Ok(Reader::open(&self.path()?)?)
+    }
+}
+
+/// The one precedence for the database's path: the flag or its environment variable, then the
+/// config file, then the default. An empty value counts as not given.
+pub(crate) fn resolve_db(
+    flag_or_env: Option<PathBuf>,
+    config: Option<PathBuf>,
+    default: impl FnOnce() -> Option<PathBuf>,
+) -> Option<PathBuf> {
+    let given = |p: Option<PathBuf>| p.filter(|p| !p.as_os_str().is_empty());
+    given(flag_or_env)
+        .or_else(|| given(config))
+        .or_else(default)
+}
+
+/// `$XDG_DATA_HOME/acptap/acptap.db`, else `~/.local/share/acptap/acptap.db`.
+pub fn default_db_path() -> Option<PathBuf> {
+    config::xdg_path("XDG_DATA_HOME", ".local/share", "acptap.db")
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A label stored with the recording, to find it again.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// Forward only: record nothing.
+    #[arg(long)]
+    pub no_record: bool,
+    /// A policy file that answers the agent's permission requests where it decides (repeatable;
+    /// rules are taken in order). See docs/policy.md.
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policies: Vec<PathBuf>,
+    /// With --policy: evaluate and record every decision, but let the user decide everything.
+    #[arg(long)]
+    pub shadow: bool,
+    #[command(flatten)]
+    pub redaction: RedactArgs,
+    /// Once the client has closed our stdin, how long the agent may take to exit before it gets
+    /// SIGTERM (then SIGKILL after the same time again). E.g. 5s, 500ms.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub grace: Duration,
+    /// The agent command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "AGENT")]
+    pub agent: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// How many sessions to list.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last`.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last` [default: all sessions]
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+    /// Only tool calls with this status (pending, in_progress, completed, failed, or custom).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only tool calls of this kind (read, edit, execute, ..., or custom).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Small workloads: checks that every way completes and the bytes match, in seconds. Its
+    /// figures mean nothing.
+    #[arg(long)]
+    pub quick: bool,
+    /// Also run every workload through the ACP conductor at PATH (`agent-client-protocol-conductor`),
+    /// without and with `--trace`, as a reference point: smaller workloads, and messages compared
+    /// as JSON values, since it re-serialises them. Not run by default.
+    #[arg(long, value_name = "PATH")]
+    pub conductor: Option<std::path::PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last`.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// The HTML file to write [default: acptap-<session>.html in the current directory]
+    #[arg(short, long, value_name = "FILE.html")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TailArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// One JSON object a line, for machines.
+    #[arg(long)]
+    pub json: bool,
+    /// How often to look for new events.
+    #[arg(long, value_name = "DURATION", default_value = "250ms", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// Colour: auto (when stdout is a terminal), always, never [default: the config file's, else auto]
+    #[arg(long, value_enum, value_name = "WHEN")]
+    pub color: Option<ColorArg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last` [default: everything, or --since]
+    #[arg(value_name = "SESSION", conflicts_with = "since")]
+    pub session: Option<String>,
+    /// Only connections started within this duration: 30m, 12h, 7d.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub since: Option<Duration>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Delete connections that started longer ago than this: 30d, 12h.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub older_than: Duration,
+    /// List what would be deleted, and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Delete without asking (needed when stdin is not a terminal).
+    #[arg(long)]
+    pub yes: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DbOnlyArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplayRole {
+    /// Play the recorded agent; a live client talks to acptap's stdin/stdout.
+    Agent,
+    /// Play the recorded client against a live agent started from the command after `--`.
+    Client,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SessionIds {
+    /// Send the recorded session ids.
+    Keep,
+    /// Give each recorded session a new id.
+    Rewrite,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FsSource {
+    /// Answer the agent's fs/* requests from the recording.
+    Recorded,
+    /// Serve the real file system.
+    Real,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last`; its whole connection is replayed.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    /// Which side acptap plays.
+    #[arg(long = "as", value_enum, value_name = "ROLE")]
+    pub role: ReplayRole,
+    /// As agent: replay with the recorded timing divided by N (1: real time) [default: as fast as
+    /// the client reads]
+    #[arg(long, value_name = "N", value_parser = parse_speed)]
+    pub speed: Option<f64>,
+    /// As agent: end the replay at the first client request the recording cannot answer.
+    #[arg(long)]
+    pub strict: bool,
+    /// As agent: keep or rewrite the recorded session ids.
+    #[arg(long, value_enum, default_value = "keep")]
+    pub session_ids: SessionIds,
+    /// As client: the cwd sent in session/new [default: the recorded one]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// As client: where the agent's fs/* requests are answered from.
+    #[arg(long, value_enum, default_value = "recorded")]
+    pub fs: FsSource,
+    /// As client: the agent command and its arguments, after `--`.
+    #[arg(last = true, value_name = "AGENT")]
+    pub agent: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One JSON record a line: {"seq", "t", "dir", "eol", "text"}.
+    Jsonl,
+    /// The NDJSON trace of the ACP conductor, for `agent-client-protocol-trace-viewer`.
+    Trace,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session id, a unique prefix of one, or `last`; its whole connection is exported.
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: ExportFormat,
+    /// Write here instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// What is hidden from the recording: the same for `run` and `import`.
+#[derive(Debug, Args)]
+pub struct RedactArgs {
+    /// Replace matches of this regex with [REDACTED] in what is recorded, never in what is
+    /// forwarded (repeatable; adds to the config file's [redact] patterns).
+    #[arg(long = "redact", value_name = "REGEX")]
+    pub redact: Vec<String>,
+    /// Do not redact the well-known secret shapes (mcpServers env and header values,
+    /// Authorization values, common token formats).
+    #[arg(long)]
+    pub no_default_redact: bool,
+}
+
+impl RedactArgs {
+    /// The redactor: the config file's patterns, then these, and the defaults unless turned off.
+    pub(crate) fn redactor(
+        &self,
+        config: &config::Config,
+    ) -> anyhow::Result<crate::record::redact::Redactor> {
+        let patterns: Vec<String> = config
+            .redact
+            .patterns
+            .iter()
+            .chain(&self.redact)
+            .cloned()
+            .collect();
+        crate::record::redact::Redactor::new(
+            &patterns,
+            config.redact.default && !self.no_default_redact,
+        )
+        .map_err(anyhow::Error::msg)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(flatten)]
+    pub redaction: RedactArgs,
+    /// The transcript (JSON lines).
+    #[arg(value_name = "FILE.jsonl")]
+    pub file: PathBuf,
+    /// A label for the imported connection [default: the file name]
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// When the recording started (RFC 3339, e.g. 2026-11-24T12:00:00Z) [default: the `start` of
+    /// the file's first record (`export` writes it), else now]
+    #[arg(long, value_name = "TIME", value_parser = crate::record::transcript::parse_start)]
+    pub start: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// The SQLite database to record into [default: $ACPTAP_DB, else a new temporary file]
+    #[arg(long, env = "ACPTAP_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// The longest duration any option takes: beyond it, arithmetic on times would overflow.
+const LONGEST: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// A duration with its unit (`5s`, `500ms`, `2m`, `12h`, `30d`, `1h 30m`), read by `humantime`,
+/// at most 100 years. A bare number is refused: `30` could be seconds or days.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!(
+            "`{text}` needs a unit: write e.g. {text}s, {text}m, {text}h or {text}d"
+        ));
+    }
+    let duration = humantime::parse_duration(text).map_err(|e| {
+        format!("`{text}` is not a duration ({e}); write e.g. 30d, 12h, 5s or 500ms")
+    })?;
+    if duration > LONGEST {
+        return Err(format!("`{text}` is longer than 100 years"));
+    }
+    Ok(duration)
+}
+
+/// A polling interval: a duration of at least 10 ms (a shorter one only burns a CPU).
+pub(crate) fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
+    if interval < Duration::from_millis(10) {
+        return Err(format!(
+            "`{text}` is too short: the interval is at least 10ms"
+        ));
+    }
+    Ok(interval)
+}
+
+/// A replay speed: from 0.001 (a thousand times slower than recorded) to 1,000,000.
+pub(crate) fn parse_speed(text: &str) -> Result<f64, String> {
+    let speed: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number; write e.g. 1 (real time) or 10"))?;
+    if !(0.001..=1e6).contains(&speed) {
+        return Err(format!(
+            "`{text}` is not a speed: give a number from 0.001 to 1000000 (1 is real time)"
+        ));
+    }
+    Ok(speed)
+}

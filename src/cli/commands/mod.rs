@@ -1,0 +1,9 @@
+//! One file per command (or family of commands): each builds what it needs from its arguments
+//! and the config file, calls the library, and prints.
+
+pub(super) mod bench;
+pub(super) mod maintenance;
+pub(super) mod replay;
+pub(super) mod run;
+pub(super) mod transfer;
+pub(super) mod views;

@@ -1,0 +1,154 @@
+//! The views of what was recorded: `sessions`, `show`, `tools`, `report`, `tail`, `stats`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use crate::inspect;
+use crate::inspect::show;
+use crate::record::Reader;
+use crate::record::queries;
+use crate::record::queries::ToolFilter;
+
+use super::super::config::Config;
+use super::super::{
+    ColorArg, ReportArgs, SessionsArgs, ShowArgs, StatsArgs, TailArgs, ToolsArgs, config,
+    microseconds_before_now, print, print_json, write_private,
+};
+
+/// `acptap sessions`.
+pub(in crate::cli) fn sessions(args: SessionsArgs, _config: &Config) -> anyhow::Result<i32> {
+    let reader = args.db.read()?;
+    let sessions = queries::list_sessions(&reader, args.limit)?;
+    if args.json {
+        print_json(&sessions)?;
+    } else if sessions.is_empty() {
+        eprintln!("no session recorded in {}", args.db.path()?.display());
+    } else {
+        print(&inspect::render_sessions(&sessions))?;
+    }
+    Ok(0)
+}
+
+/// `acptap show`.
+pub(in crate::cli) fn show(args: ShowArgs, _config: &Config) -> anyhow::Result<i32> {
+    let reader = args.db.read()?;
+    let session = queries::resolve_session(&reader, &args.session)?;
+    let timeline = show::timeline(&reader, &session)?;
+    if args.json {
+        print_json(&timeline)?;
+    } else {
+        print(&show::render(&timeline))?;
+    }
+    Ok(0)
+}
+
+/// `acptap tools`.
+pub(in crate::cli) fn tools(args: ToolsArgs, _config: &Config) -> anyhow::Result<i32> {
+    let reader = args.db.read()?;
+    let session = args
+        .session
+        .as_deref()
+        .map(|s| queries::resolve_session(&reader, s))
+        .transpose()?;
+    let rows = queries::tool_calls(
+        &reader,
+        &ToolFilter {
+            session,
+            status: args.status,
+            kind: args.kind,
+        },
+    )?;
+    if args.json {
+        print_json(&rows)?;
+    } else {
+        print(&inspect::render_tools(&rows))?;
+    }
+    Ok(0)
+}
+
+/// `acptap report`.
+pub(in crate::cli) fn report(args: ReportArgs, _config: &Config) -> anyhow::Result<i32> {
+    let reader = args.db.read()?;
+    let session = queries::resolve_session(&reader, &args.session)?;
+    let html = crate::inspect::report::render(&reader, &session)?;
+    let path = args.output.unwrap_or_else(|| {
+        let safe: String = session
+            .session_id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        PathBuf::from(format!("acptap-{safe}.html"))
+    });
+    write_private(&path, html.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    print(&format!("{}\n", path.display()))?;
+    Ok(0)
+}
+
+/// `acptap tail`.
+pub(in crate::cli) fn tail(args: TailArgs, config: &Config) -> anyhow::Result<i32> {
+    use std::io::IsTerminal;
+    let path = args.db.path()?;
+    let color = match args.color {
+        Some(ColorArg::Always) => true,
+        Some(ColorArg::Never) => false,
+        Some(ColorArg::Auto) | None => match config.color {
+            Some(config::ColorChoice::Always) => true,
+            Some(config::ColorChoice::Never) => false,
+            // https://no-color.org: a set, non-empty NO_COLOR means no colour by default.
+            _ => {
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::io::stdout().is_terminal()
+            }
+        },
+    };
+    if !path.exists() {
+        eprintln!("acptap: waiting for {} to be created", path.display());
+        while !path.exists() {
+            std::thread::sleep(args.interval);
+        }
+    }
+    let reader = Reader::open(&path)?;
+    let mut cursor = crate::inspect::tail::Cursor::at_end(&reader)?;
+    eprintln!("acptap: following {} (Ctrl-C to stop)", path.display());
+    loop {
+        let mut text = String::new();
+        for event in cursor.poll(&reader)? {
+            if args.json {
+                text.push_str(&serde_json::to_string(&event)?);
+            } else {
+                text.push_str(&crate::inspect::tail::render(&event, color));
+            }
+            text.push('\n');
+        }
+        if !text.is_empty() {
+            print(&text)?;
+        }
+        std::thread::sleep(args.interval);
+    }
+}
+
+/// `acptap stats`.
+pub(in crate::cli) fn stats(args: StatsArgs, _config: &Config) -> anyhow::Result<i32> {
+    use crate::inspect::stats;
+    let reader = args.db.read()?;
+    let scope = match (&args.session, args.since) {
+        (Some(spec), _) => stats::Scope::Session(queries::resolve_session(&reader, spec)?),
+        (None, Some(since)) => stats::Scope::Since(microseconds_before_now(since)),
+        (None, None) => stats::Scope::Since(0),
+    };
+    let result = stats::stats(&reader, &scope)?;
+    if args.json {
+        print_json(&result)?;
+    } else {
+        print(&stats::render(&result))?;
+    }
+    Ok(0)
+}
