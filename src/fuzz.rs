@@ -220,7 +220,7 @@ fn lines_and_requests_never_panic() {
     let policy = crate::policy::Policy::load_with_home(&[path], dir.path()).unwrap();
     run(glued(JSON, 40), |line| {
         let message = crate::protocol::parse_line(line.as_bytes());
-        let mut observer = crate::protocol::Observer::new();
+        let mut observer = crate::protocol::SessionState::new();
         let _ = observer.observe(crate::protocol::Direction::AgentToClient, 0, &message);
         if let Some(params) = message.params() {
             let _ = policy.decide(

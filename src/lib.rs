@@ -7,7 +7,7 @@
 //!       └─► proxy::pump's writer thread ─► agent stdin                                    │
 //! agent stdout ─► proxy::pump ─► (recorded first, the same way) ─► stdout                 │
 //!                                                                                         ▼
-//!      record (recorder thread) ─► protocol::parse_line ─► protocol::Observer ─► record::store ─► SQLite
+//!      record (recorder thread) ─► protocol::parse_line ─► protocol::SessionState ─► record::store ─► SQLite
 //! ```
 //!
 //! - [`proxy`]: framing, forwarding, the agent's lifecycle, the policy tap. The only module on the

@@ -121,7 +121,7 @@ impl Message {
 /// building a `Value` of a 64 MiB custom notification would double the memory for nothing.
 const LARGE_LINE: usize = 1024 * 1024;
 
-/// The methods whose params the observer reads.
+/// The methods whose params the session state reads.
 const METHODS_WITH_FACTS: &[&str] = &[
     "initialize",
     "session/new",

@@ -32,7 +32,7 @@ use crate::protocol::Direction;
 use crate::record::{
     ConnectionEnd, ConnectionStart, Destination, Recorder, RecorderHandle, now_us,
 };
-use policy_tap::{ClientTap, PolicyTap, SessionDirectory};
+use policy_tap::{ClientTap, PolicyTap, SharedState};
 use pump::{Forward, Interceptor, pump};
 use sink::spawn_writer;
 
@@ -214,15 +214,15 @@ pub fn run(mut options: RunOptions, client: ClientStreams) -> anyhow::Result<Run
     // priority lane of the agent's stdin; the client's lines tell it each session's cwd.
     let (client_tap, agent_tap) = match options.policy.take() {
         Some(policy) => {
-            let sessions = std::sync::Arc::new(SessionDirectory::default());
+            let state = std::sync::Arc::new(SharedState::default());
             let client_tap = Interceptor {
                 tap: Box::new(ClientTap {
-                    sessions: sessions.clone(),
+                    state: state.clone(),
                 }),
                 answers: None,
             };
             let agent_tap = Interceptor {
-                tap: Box::new(PolicyTap::new(policy, options.shadow, sessions)),
+                tap: Box::new(PolicyTap::new(policy, options.shadow, state)),
                 answers: Some(to_agent.priority()),
             };
             (Some(client_tap), Some(agent_tap))

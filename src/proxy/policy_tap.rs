@@ -9,11 +9,13 @@
 //! client still sees every `session/update` and keeps a truthful UI.
 //!
 //! [`ClientTap`] looks at the client's lines for the cwd of each session, which the policy needs
-//! to place relative paths and `${cwd}`.
+//! to place relative paths and `${cwd}`. Both feed one [`SharedState`]: the recorder's state
+//! machine (`protocol::SessionState`) in its tap mode, so the tap and the recorder follow the
+//! same rules.
 
-use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use memchr::memmem;
@@ -21,31 +23,24 @@ use serde_json::Value;
 
 use super::pump::{Disposition, LineTap};
 use crate::policy::{Context, Decision, DecisionInput, Policy};
-use crate::protocol::toolcall::{self, ToolCalls, UpdateKind};
-use crate::protocol::{Message, MessageKind, parse_line};
+use crate::protocol::{Direction, Message, MessageKind, SessionState, parse_line};
 use crate::record::{Annotation, PolicyNote};
 
-/// Each session's cwd, learned from the client's `session/new` (completed by the agent's answer)
-/// and `session/load`. Shared by the two taps.
-#[derive(Debug, Default)]
-pub struct SessionDirectory {
-    inner: Mutex<Directory>,
-}
+/// The connection's state as the taps follow it: the same state machine as the recorder's
+/// (`protocol::SessionState`), in its tap mode. Both taps feed it: the client's `session/new` and
+/// `session/load` (cwds), the agent's lines that can matter.
+#[derive(Debug)]
+pub struct SharedState(Mutex<SessionState>);
 
-#[derive(Debug, Default)]
-struct Directory {
-    /// `session/new` requests waiting for their answer: JSON-RPC id -> cwd.
-    pending_new: HashMap<String, PathBuf>,
-    cwd: HashMap<String, PathBuf>,
-}
-
-impl SessionDirectory {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Directory> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+impl Default for SharedState {
+    fn default() -> Self {
+        SharedState(Mutex::new(SessionState::for_tap()))
     }
+}
 
-    fn waiting_for_new_session(&self) -> bool {
-        !self.lock().pending_new.is_empty()
+impl SharedState {
+    fn lock(&self) -> MutexGuard<'_, SessionState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -55,30 +50,19 @@ fn contains(line: &[u8], needle: &[u8]) -> bool {
 
 /// Watches the client's lines for session cwds. Never withholds anything.
 pub struct ClientTap {
-    pub sessions: Arc<SessionDirectory>,
+    pub state: Arc<SharedState>,
 }
 
 impl LineTap for ClientTap {
     fn inspect(&mut self, line: &Bytes) -> Disposition {
-        if contains(line, b"session/new") || contains(line, b"session/load") {
+        // `initialize` too: its answer (the agent's name) is matched to it.
+        if contains(line, b"session/new")
+            || contains(line, b"session/load")
+            || contains(line, b"initialize")
+            || contains(line, b"\\u")
+        {
             let msg = parse_line(line);
-            let cwd = msg
-                .params()
-                .and_then(|p| p.get("cwd"))
-                .and_then(Value::as_str)
-                .map(PathBuf::from);
-            if let (MessageKind::Request, Some(cwd)) = (msg.kind, cwd) {
-                let mut directory = self.sessions.lock();
-                match (msg.method.as_deref(), msg.session_id(), &msg.id) {
-                    (Some("session/load"), Some(session), _) => {
-                        directory.cwd.insert(session.to_owned(), cwd);
-                    }
-                    (Some("session/new"), _, Some(id)) => {
-                        directory.pending_new.insert(id.clone(), cwd);
-                    }
-                    _ => {}
-                }
-            }
+            self.state.lock().observe(Direction::ClientToAgent, 0, &msg);
         }
         Disposition::Forward(Annotation::default())
     }
@@ -88,24 +72,18 @@ impl LineTap for ClientTap {
 pub struct PolicyTap {
     policy: Policy,
     shadow: bool,
-    sessions: Arc<SessionDirectory>,
-    /// Every tool call's state so far, per (session, toolCallId): requests are often partial.
-    tool_calls: ToolCalls,
-    /// `agentInfo.name` from the answer to `initialize`.
-    agent: Option<String>,
+    state: Arc<SharedState>,
     /// Tool calls a line acptap could not read may have changed: what the client shows of them
     /// is unknown here, so their permission requests go to the user.
     unreadable: HashSet<(String, String)>,
 }
 
 impl PolicyTap {
-    pub fn new(policy: Policy, shadow: bool, sessions: Arc<SessionDirectory>) -> PolicyTap {
+    pub fn new(policy: Policy, shadow: bool, state: Arc<SharedState>) -> PolicyTap {
         PolicyTap {
             policy,
             shadow,
-            sessions,
-            tool_calls: ToolCalls::default(),
-            agent: None,
+            state,
             unreadable: HashSet::new(),
         }
     }
@@ -117,80 +95,36 @@ impl LineTap for PolicyTap {
         let relevant = contains(line, b"toolCallId")
             || contains(line, b"\\u")
             || contains(line, b"agentInfo")
-            || (contains(line, b"sessionId") && self.sessions.waiting_for_new_session());
+            || (contains(line, b"sessionId") && self.state.lock().waiting_for_new_session());
         if !relevant {
             return Disposition::Forward(Annotation::default());
         }
         let msg = parse_line(line);
-        match msg.batch() {
-            Some(messages) => {
-                // A batch is forwarded whole; what it says about tool calls still counts.
-                for message in &messages {
-                    self.observe(message);
-                }
-            }
-            None if msg.value.is_none() && !line.trim_ascii().is_empty() => {
-                self.cannot_read(line);
-            }
-            None => {
-                if msg.kind == MessageKind::Request
-                    && msg.method.as_deref() == Some("session/request_permission")
-                {
-                    return self.decide(&msg);
-                }
-                self.observe(&msg);
-            }
+        if msg.value.is_none() && msg.kind != MessageKind::Batch && !line.trim_ascii().is_empty() {
+            self.cannot_read(line);
+        } else if msg.kind == MessageKind::Request
+            && msg.method.as_deref() == Some("session/request_permission")
+        {
+            return self.decide(&msg);
+        } else {
+            // Batches included: the state reads each of their messages.
+            self.observe(&msg);
         }
         Disposition::Forward(Annotation::default())
     }
 }
 
 impl PolicyTap {
-    /// Follows what a readable line says: the agent's name, a new session's id, tool calls.
-    fn observe(&mut self, msg: &Message) {
-        match (msg.kind, msg.method.as_deref()) {
-            (MessageKind::Response, _) => {
-                let result = msg.result();
-                if let Some(name) = result
-                    .and_then(|r| r.get("agentInfo"))
-                    .and_then(|i| i.get("name"))
-                    .and_then(Value::as_str)
-                {
-                    self.agent = Some(name.to_owned());
-                }
-                if let (Some(id), Some(session)) = (&msg.id, msg.session_id()) {
-                    let mut directory = self.sessions.lock();
-                    if let Some(cwd) = directory.pending_new.remove(id) {
-                        directory.cwd.insert(session.to_owned(), cwd);
-                    }
-                }
-            }
-            (MessageKind::Notification, Some("session/update")) => {
-                if let (Some(session), Some((update, how))) = (
-                    msg.session_id(),
-                    msg.params().and_then(toolcall::from_session_update),
-                ) {
-                    self.tool_calls.apply(session, update, how);
-                }
-            }
-            (MessageKind::Request, Some("session/request_permission")) => {
-                if let (Some(session), Some(Value::Object(update))) = (
-                    msg.session_id(),
-                    msg.params().and_then(|p| p.get("toolCall")),
-                ) {
-                    self.tool_calls
-                        .apply(session, update, UpdateKind::PermissionRequest);
-                }
-            }
-            _ => {}
-        }
+    fn observe(&self, msg: &Message) {
+        self.state.lock().observe(Direction::AgentToClient, 0, msg);
     }
 
     /// A line that could not be read may have updated any tool call it names, and with escapes
     /// it can name one without its bytes showing: fail closed for those calls.
     fn cannot_read(&mut self, line: &[u8]) {
         let escapes = line.contains(&b'\\');
-        for key in self.tool_calls.keys() {
+        let state = self.state.lock();
+        for key in state.tool_call_keys() {
             if escapes || contains(line, key.1.as_bytes()) {
                 self.unreadable.insert(key.clone());
             }
@@ -204,31 +138,33 @@ impl PolicyTap {
         let session = msg.session_id().unwrap_or_default().to_owned();
         let tool_call_id = msg.tool_call_id().unwrap_or_default().to_owned();
         let key = (session, tool_call_id);
-        let unknown = if self.unreadable.contains(&key) {
-            Some("was changed by a line acptap could not read")
-        } else if self.tool_calls.forgotten(&key.0, &key.1) {
-            Some("is older than the tool calls acptap holds in memory")
-        } else {
-            None
+        let input = {
+            let state = self.state.lock();
+            let unknown = if self.unreadable.contains(&key) {
+                Some("was changed by a line acptap could not read")
+            } else if state.forgotten(&key.0, &key.1) {
+                Some("is older than the tool calls acptap holds in memory")
+            } else {
+                None
+            };
+            DecisionInput::new(
+                params,
+                state.tool_call(&key.0, &key.1),
+                Context {
+                    cwd: state.cwd(&key.0).map(Path::new),
+                    agent: state.agent_name(),
+                },
+                unknown.map(|why| {
+                    (
+                        "guard:unknown-tool-call".to_owned(),
+                        format!(
+                            "tool call `{}` {why}, so what the client shows of it is unknown here",
+                            key.1
+                        ),
+                    )
+                }),
+            )
         };
-        let cwd = self.sessions.lock().cwd.get(&key.0).cloned();
-        let input = DecisionInput::new(
-            params,
-            self.tool_calls.get(&key.0, &key.1),
-            Context {
-                cwd: cwd.as_deref(),
-                agent: self.agent.as_deref(),
-            },
-            unknown.map(|why| {
-                (
-                    "guard:unknown-tool-call".to_owned(),
-                    format!(
-                        "tool call `{}` {why}, so what the client shows of it is unknown here",
-                        key.1
-                    ),
-                )
-            }),
-        );
         let verdict = self.policy.decide_input(&input, params.get("options"));
         self.observe(msg);
         let note = Arc::new(PolicyNote {

@@ -2,7 +2,7 @@
 //!
 //! The forwarding threads hand it each line through [`RecorderHandle::record`] (a lossless,
 //! byte-bounded queue, see `queue.rs`); the thread parses the line, runs it through the
-//! [`Observer`], and stores the line and the facts in batched transactions: everything that is
+//! [`SessionState`], and stores the line and the facts in batched transactions: everything that is
 //! waiting is written in one transaction (at most [`MAX_BATCH`] lines), so a quiet session commits
 //! each line at once and a busy one amortises the commit.
 //!
@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use crate::protocol::{Direction, MessageKind, Observer, parse_line};
+use crate::protocol::{Direction, MessageKind, SessionState, parse_line};
 use queue::{ByteBoundedQueue, ByteSize, RECORD_BUFFER_BYTES};
 pub use reader::Reader;
 use store::MessageRow;
@@ -296,7 +296,7 @@ fn run(
         _ => None,
     };
     let recording = sink.store.is_some();
-    let mut observer = Observer::new();
+    let mut observer = SessionState::new();
     if recording {
         for line in held.drain(..) {
             sink.pending.push(ingest(&mut observer, &redactor, line));
@@ -464,7 +464,7 @@ impl Checkpointer {
 /// The one way a line enters the database, live or imported: its secrets are redacted before
 /// anything is parsed or stored, then it is parsed and observed.
 pub(crate) fn ingest(
-    observer: &mut Observer,
+    observer: &mut SessionState,
     redactor: &redact::Redactor,
     mut line: Line,
 ) -> MessageRow {
@@ -474,8 +474,8 @@ pub(crate) fn ingest(
     observe(observer, line)
 }
 
-/// Parses one line and runs it through the observer.
-fn observe(observer: &mut Observer, line: Line) -> MessageRow {
+/// Parses one line and runs it through the session state.
+fn observe(observer: &mut SessionState, line: Line) -> MessageRow {
     let (kind, msg) = match line.direction {
         Direction::Stderr => (MessageKind::Stderr, None),
         _ if line.truncated => (MessageKind::Invalid, None),

@@ -1,5 +1,5 @@
 //! The only file with SQL that writes: opening (and migrating) the database, and storing lines
-//! and what the observer learned from them.
+//! and what the session state learned from them.
 //!
 //! Read-side queries for the inspection commands live in `queries.rs`.
 
@@ -98,7 +98,7 @@ pub struct ConnectionEnd {
     pub exit_signal: Option<i32>,
 }
 
-/// One line to store, with what the observer made of it.
+/// One line to store, with what the session state made of it.
 #[derive(Debug, Clone)]
 pub struct MessageRow {
     pub seq: i64,

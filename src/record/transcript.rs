@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::store::{ConnectionEnd, ConnectionStart, MessageRow, Store, StoreError};
 use super::{Annotation, Line, ingest};
-use crate::protocol::{Direction, Observer};
+use crate::protocol::{Direction, SessionState};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TranscriptRecord {
@@ -170,7 +170,7 @@ pub fn import(
     redactor: &super::redact::Redactor,
 ) -> Result<i64, TranscriptError> {
     let connection_id = store.begin_connection(&start)?;
-    let mut observer = Observer::new();
+    let mut observer = SessionState::new();
     let mut rows: Vec<MessageRow> = Vec::with_capacity(records.len());
     for (seq, record) in records.iter().enumerate() {
         let at = |message: String| TranscriptError::Record {

@@ -1,8 +1,11 @@
-//! Turns the stream of parsed lines into what the recorder materialises: sessions, prompt turns,
-//! tool calls and permission decisions.
+//! The one state of a connection, worked out from its lines: requests waiting for their answer
+//! (by direction and id), sessions and their cwd, the agent's name, tool calls (v1 and v2 rules,
+//! `toolcall.rs`). The recorder and the policy tap each keep one [`SessionState`] and feed it the
+//! same way ([`SessionState::observe`]), so they follow the same rules; the recorder stores the
+//! [`Fact`]s it returns, the tap asks it questions ([`SessionState::tool_call`],
+//! [`SessionState::cwd`], [`SessionState::agent_name`]).
 //!
-//! Pure and sans-IO: [`Observer::observe`] takes one parsed line and returns [`Fact`]s; the
-//! recorder stores them. It sees a copy of the traffic and can never alter or delay forwarding.
+//! Pure and sans-IO. It sees a copy of the traffic and can never alter or delay forwarding.
 //!
 //! # Correlation
 //!
@@ -11,12 +14,12 @@
 //! way. Requests are remembered by the sequence number of their line, which is how the store
 //! finds the row a response completes.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 use super::message::{Direction, Message, MessageKind};
-use super::toolcall::{self, ToolCalls, UpdateKind};
+use super::toolcall::{self, ToolCall, ToolCalls, UpdateKind};
 
 /// Something learned from one line, for the store.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,7 +88,7 @@ struct Pending {
     params: Option<Value>,
 }
 
-/// What the observer adds to a line's own fields.
+/// What the session state adds to a line's own fields.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Observed {
     /// For a response: the method of the request it answers.
@@ -98,15 +101,59 @@ pub struct Observed {
 }
 
 #[derive(Debug, Default)]
-pub struct Observer {
+pub struct SessionState {
     pending: HashMap<(Direction, String), Pending>,
-    sessions: HashSet<String>,
+    /// Every session seen, with its cwd once known.
+    sessions: HashMap<String, Option<String>>,
     tool_calls: ToolCalls,
+    /// `agentInfo.name` from the agent's answer to `initialize`.
+    agent_name: Option<String>,
+    /// For the tap: no facts (and no copies of tool-call values for them), and only the requests
+    /// whose answers it reads (`initialize`, `session/new`) are remembered.
+    tap: bool,
 }
 
-impl Observer {
+impl SessionState {
+    /// The recorder's state: every fact.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The policy tap's state: the same rules, without the facts.
+    pub fn for_tap() -> Self {
+        SessionState {
+            tap: true,
+            ..Self::default()
+        }
+    }
+
+    /// What is known of a tool call.
+    pub fn tool_call(&self, session_id: &str, tool_call_id: &str) -> Option<&ToolCall> {
+        self.tool_calls.get(session_id, tool_call_id)
+    }
+
+    /// Whether a tool call was let go to bound memory (see [`ToolCalls`]).
+    pub fn forgotten(&self, session_id: &str, tool_call_id: &str) -> bool {
+        self.tool_calls.forgotten(session_id, tool_call_id)
+    }
+
+    /// Every tool call known, as (session, toolCallId).
+    pub fn tool_call_keys(&self) -> impl Iterator<Item = &(String, String)> {
+        self.tool_calls.keys()
+    }
+
+    /// A session's cwd, from `session/new` (with the agent's answer) or `session/load`.
+    pub fn cwd(&self, session_id: &str) -> Option<&str> {
+        self.sessions.get(session_id)?.as_deref()
+    }
+
+    pub fn agent_name(&self) -> Option<&str> {
+        self.agent_name.as_deref()
+    }
+
+    /// Whether a `session/new` waits for the agent's answer (which names the new session).
+    pub fn waiting_for_new_session(&self) -> bool {
+        self.pending.values().any(|p| p.method == "session/new")
     }
 
     /// Observes one line, numbered `seq`, that went `direction`.
@@ -141,7 +188,14 @@ impl Observer {
         facts: &mut Vec<Fact>,
     ) {
         // A known session is announced again only when there is something new to say.
-        if self.sessions.insert(session_id.to_owned()) || origin != "seen" {
+        let known = self.sessions.contains_key(session_id);
+        if cwd.is_some() || !known {
+            let slot = self.sessions.entry(session_id.to_owned()).or_default();
+            if cwd.is_some() {
+                slot.clone_from(&cwd);
+            }
+        }
+        if !known || origin != "seen" {
             facts.push(Fact::Session {
                 session_id: session_id.to_owned(),
                 cwd,
@@ -180,7 +234,7 @@ impl Observer {
                 if let (Some(session_id), Some(Value::Object(update))) =
                     (msg.session_id(), tool_call)
                 {
-                    self.tool_call(
+                    self.apply_tool_call(
                         session_id,
                         update,
                         UpdateKind::PermissionRequest,
@@ -194,6 +248,9 @@ impl Observer {
                 });
             }
             _ => {}
+        }
+        if self.tap && !matches!(method.as_str(), "initialize" | "session/new") {
+            return;
         }
         self.pending.insert(
             (direction, id.clone()),
@@ -212,7 +269,7 @@ impl Observer {
                     msg.session_id(),
                     msg.params().and_then(toolcall::from_session_update),
                 ) {
-                    self.tool_call(session_id, update, how, facts);
+                    self.apply_tool_call(session_id, update, how, facts);
                 }
             }
             (Direction::ClientToAgent, Some("session/cancel")) => {
@@ -224,7 +281,7 @@ impl Observer {
         }
     }
 
-    fn tool_call(
+    fn apply_tool_call(
         &mut self,
         session_id: &str,
         update: &Map<String, Value>,
@@ -237,6 +294,9 @@ impl Observer {
         let Some((state, created, changed)) = self.tool_calls.apply(session_id, update, how) else {
             return;
         };
+        if self.tap {
+            return;
+        }
         // Full values come from the message: the state keeps only what the policy needs.
         let changed = changed
             .into_iter()
@@ -277,6 +337,7 @@ impl Observer {
         let params = request.params.as_ref();
         match request.method.as_str() {
             "initialize" if direction == Direction::AgentToClient => {
+                self.agent_name = str_field(result.and_then(|r| r.get("agentInfo")), "name");
                 out.facts.push(Fact::AgentInitialize {
                     protocol_version: field(result, "protocolVersion"),
                     agent_info: field(result, "agentInfo"),
@@ -351,7 +412,7 @@ mod tests {
     use serde_json::json;
 
     fn run(lines: &[(Direction, &str)]) -> Vec<Observed> {
-        let mut observer = Observer::new();
+        let mut observer = SessionState::new();
         lines
             .iter()
             .enumerate()
