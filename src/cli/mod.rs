@@ -40,6 +40,7 @@ pub(crate) fn microseconds_before_now(duration: Duration) -> i64 {
 }
 
 pub fn main() -> ExitCode {
+    bound_allocator_caches();
     let cli = Cli::parse();
     init_logging();
     match run(cli) {
@@ -55,6 +56,17 @@ pub fn main() -> ExitCode {
             eprintln!("acptap: {}", errors::one_line(&e));
             ExitCode::from(2)
         }
+    }
+}
+
+/// glibc raises its mmap threshold each time a large block is freed, after which lines of a few
+/// hundred KiB come from the heap and stay there as fragments: a session of large diffs grew the
+/// proxy by tens of MiB. A fixed threshold gives every block above 256 KiB back when it is freed.
+fn bound_allocator_caches() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only tunes the allocator; it is called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
     }
 }
 
