@@ -174,3 +174,67 @@ fn homes_file_modes_colours_and_import_exit_status() {
         "{plain}"
     );
 }
+
+/// Every subcommand, given hostile values (a session spec with control characters, a database
+/// path that is a directory or not a database, missing files, absurd numbers): an error or a
+/// result, never a panic (exit 101).
+#[test]
+fn every_subcommand_survives_hostile_values() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let not_db = sb.path("not.db");
+    std::fs::write(&not_db, b"not a database at all, not at all, no").unwrap();
+    let dir = sb.dir.path().to_str().unwrap().to_owned();
+    let weird = "\u{1b}]52;c;x\u{7}\u{202e}'\"$(x)";
+    let missing = sb.path("missing.jsonl");
+    let missing = missing.to_str().unwrap();
+    let every: Vec<Vec<&str>> = vec![
+        vec!["sessions", "--limit", "18446744073709551616"],
+        vec!["sessions", "--limit", "-1"],
+        vec!["show", weird],
+        vec!["show", ""],
+        vec![
+            "tools",
+            "--session",
+            weird,
+            "--status",
+            weird,
+            "--kind",
+            weird,
+        ],
+        vec!["report", weird],
+        vec!["report", "last", "-o", &dir],
+        vec!["stats", weird],
+        vec!["export", weird],
+        vec!["export", "last", "--format", weird],
+        vec!["export", "last", "-o", &dir],
+        vec!["import", missing],
+        vec!["import", &dir],
+        vec!["replay", weird, "--as", "agent"],
+        vec!["replay", "last", "--as", "client"],
+        vec!["policy", "check", "--policy", missing, "--request", missing],
+        vec!["policy", "test", missing],
+        vec!["policy", "replay", "--policy", missing, "all"],
+        vec!["migrate", "--db", &dir],
+        vec!["vacuum", "--db", not_db.to_str().unwrap()],
+        vec![
+            "prune",
+            "--older-than",
+            "1d",
+            "--yes",
+            "--db",
+            not_db.to_str().unwrap(),
+        ],
+        vec!["sessions", "--db", &dir],
+        vec!["demo", "--db", &dir],
+        vec!["run", "--", "/nonexistent/agent"],
+        vec!["run", "--label", weird, "--db", &dir, "--", "true"],
+        vec![weird],
+    ];
+    for args in &every {
+        let (code, stderr) = run(&sb, args);
+        assert_ne!(code, Some(101), "{args:?} panicked: {stderr}");
+        assert!(code.is_some(), "{args:?} was killed: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
