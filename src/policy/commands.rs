@@ -123,6 +123,8 @@ enum Special {
     Uniq,
     Python,
     Node,
+    /// `tar xf a.tar`: the old form, letters without a dash first.
+    Tar,
 }
 
 /// Commands that run their arguments as a command: whatever follows is hidden from the table.
@@ -659,7 +661,9 @@ const TABLE: &[Spec] = &[
             ("-c", Value::Word, Some(RunsPrograms)),
             // `-m pip install`, `-m http.server`: any installed module, not the project's code.
             ("-m", Value::Word, Some(RunsPrograms)),
-            ("-W -X -Q", Value::Word, None),
+            ("-W -Q", Value::Word, None),
+            // `-X pycache_prefix=DIR` writes bytecode files there.
+            ("-X", Value::Word, None),
         ],
         positionals: Positionals::Paths,
         special: Special::Python,
@@ -724,9 +728,13 @@ const TABLE: &[Spec] = &[
             ),
             ("-C --directory", Value::Chdir, None),
             ("--exclude", Value::Word, None),
+            // Extracting writes files the archive names (an archive made by earlier edits can
+            // hold a symlink out and then a file through it); `-P` keeps absolute names.
+            ("-x --extract --get", Value::No, Some(WritesFiles)),
+            ("-P --absolute-names", Value::No, Some(LeavesProject)),
         ],
         positionals: Positionals::Paths,
-        special: Special::None,
+        special: Special::Tar,
     },
     Spec {
         names: &["rsync"],
@@ -800,6 +808,18 @@ pub fn analyse(words: &[String]) -> Arguments {
                 program_from_stdin(words, &positionals, &mut out);
             }
             match spec.special {
+                Special::Tar => {
+                    if let Some(bundle) = words.get(1).filter(|w| !w.starts_with('-')) {
+                        for (letter, names, effect) in [
+                            ('x', "-x --extract --get", WritesFiles),
+                            ('P', "-P --absolute-names", LeavesProject),
+                        ] {
+                            if bundle.contains(letter) {
+                                out.dangers.push(danger(1, names, bundle, effect));
+                            }
+                        }
+                    }
+                }
                 Special::Sed => sed_scripts(&reader, &positionals, &mut out),
                 Special::Awk => awk_program(&reader, &positionals, &mut out),
                 Special::Make => {
@@ -834,6 +854,16 @@ pub fn analyse(words: &[String]) -> Arguments {
 /// interpreter runs what comes on standard input, which the policy cannot see. Asking for the
 /// version or help runs nothing.
 fn program_from_stdin(words: &[String], positionals: &[usize], out: &mut Arguments) {
+    for (index, pair) in words.windows(2).enumerate() {
+        let value = match pair[0].as_str() {
+            "-X" => Some(pair[1].as_str()),
+            word => word.strip_prefix("-X").filter(|v| !v.is_empty()),
+        };
+        if value.is_some_and(|v| v.starts_with("pycache_prefix")) {
+            out.dangers
+                .push(danger(index, "-X pycache_prefix", &pair[0], WritesFiles));
+        }
+    }
     let program_given = out.dangers.iter().any(|d| d.effect == RunsPrograms);
     let informational = words[1..]
         .iter()
@@ -1490,6 +1520,17 @@ mod tests {
             ["-T --temporary-directory --files0-from --random-source"]
         );
         assert!(dangers("grep -f - src").is_empty());
+        assert_eq!(dangers("tar -xf a.tar"), ["-x --extract --get"]);
+        assert_eq!(
+            dangers("tar xPf a.tar"),
+            ["-x --extract --get", "-P --absolute-names"]
+        );
+        assert!(dangers("tar -tf a.tar").is_empty() && dangers("tar tf a.tar").is_empty());
+        assert_eq!(
+            dangers("python3 -X pycache_prefix=/tmp/x a.py"),
+            ["-X pycache_prefix"]
+        );
+        assert!(dangers("python3 -X dev a.py").is_empty());
         assert_eq!(
             analyse(&words("git --no-pager -c a=b log")).subcommand,
             Some(4)
