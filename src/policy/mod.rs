@@ -366,6 +366,27 @@ impl Policy {
             }
             Some(other) => Err(format!("rawInput.env cannot be read: {other}")),
         };
+        // Another key that may carry an environment (`environment`, `env_vars`, `envVars`).
+        let other_env = raw_input
+            .as_ref()
+            .and_then(Value::as_object)
+            .and_then(|input| {
+                input.iter().find(|(key, value)| {
+                    key.as_str() != "env"
+                        && key.to_ascii_lowercase().contains("env")
+                        && match value {
+                            Value::Null => false,
+                            Value::Object(map) => !map.is_empty(),
+                            Value::Array(items) => !items.is_empty(),
+                            _ => true,
+                        }
+                })
+            })
+            .map(|(key, _)| format!("rawInput.{key} may set environment variables"));
+        let env = match other_env {
+            Some(why) => Err(why),
+            None => env,
+        };
         View {
             kind,
             title,

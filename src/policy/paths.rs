@@ -43,7 +43,6 @@ const TEXT_KEYS: &[&str] = &[
     "newText",
     "old_str",
     "new_str",
-    "pattern",
     "query",
     "prompt",
     "url",
@@ -56,18 +55,6 @@ const TEXT_KEYS: &[&str] = &[
     "diff",
     "patch",
     "input",
-    "call_id",
-    "turn_id",
-    "process_id",
-    "started_at_ms",
-    "timeout",
-    "run_in_background",
-    "replace_all",
-    "limit",
-    "offset",
-    "glob",
-    "type",
-    "output_mode",
     "todos",
     "plan",
     "parsed_cmd",
@@ -127,15 +114,41 @@ pub fn tool_call_paths(
         }
     }
     for item in content.and_then(Value::as_array).into_iter().flatten() {
-        if item.get("type").and_then(Value::as_str) == Some("diff") {
-            match item.get("path") {
+        match item.get("type").and_then(Value::as_str) {
+            Some("diff") => match item.get("path") {
                 Some(Value::String(p)) => push(&mut out, p),
                 _ => out.unreadable.push("content[].path".into()),
+            },
+            // A resource shown with the call names a file too (`file:///etc/passwd`).
+            Some("content") => {
+                let block = item.get("content");
+                let uri = block.and_then(|b| b.get("uri")).or_else(|| {
+                    block
+                        .and_then(|b| b.get("resource"))
+                        .and_then(|r| r.get("uri"))
+                });
+                if let Some(uri) = uri {
+                    match uri.as_str() {
+                        Some(uri) => push(&mut out, uri),
+                        None => out.unreadable.push("content[].content.uri".into()),
+                    }
+                }
             }
+            Some("resource_link") => match item.get("uri").and_then(Value::as_str) {
+                Some(uri) => push(&mut out, uri),
+                None => out.unreadable.push("content[].uri".into()),
+            },
+            _ => {}
         }
     }
-    let Some(input) = raw_input.and_then(Value::as_object) else {
-        return out;
+    let input = match raw_input {
+        Some(Value::Object(input)) => input,
+        None | Some(Value::Null) => return out,
+        // A rawInput that is a bare string or list could be a path or anything: unreadable.
+        Some(_) => {
+            out.unreadable.push("rawInput".into());
+            return out;
+        }
     };
     for (key, value) in input {
         let known = PATH_KEYS.contains(&key.as_str()) || key == "paths";
