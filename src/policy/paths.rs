@@ -654,4 +654,33 @@ mod tests {
         let raw = tool_call_paths(None, None, Some(&json!({ "deep": deep })));
         assert_eq!(raw.unreadable, ["deep"]);
     }
+
+    #[test]
+    fn resources_patterns_and_bare_raw_input_count() {
+        let raw = tool_call_paths(
+            None,
+            Some(&json!([
+                {"type": "resource_link", "uri": "file:///etc/passwd", "name": "x"},
+                {"type": "content", "content": {"type": "resource", "resource": {"uri": "file:///etc/shadow"}}},
+                {"type": "content", "content": {"type": "text", "text": "/not/a/path"}},
+            ])),
+            Some(&json!({"pattern": "/etc/**", "glob": "src/*.rs", "query": "/x"})),
+        );
+        let mut found = raw.paths.clone();
+        found.sort();
+        assert_eq!(
+            found,
+            ["/etc/**", "file:///etc/passwd", "file:///etc/shadow"]
+        );
+        assert_eq!(raw.unrecognised, ["pattern"]);
+        assert_eq!(
+            tool_call_paths(None, None, Some(&json!("/etc/passwd"))).unreadable,
+            ["rawInput"]
+        );
+        assert!(
+            tool_call_paths(None, None, Some(&Value::Null))
+                .unreadable
+                .is_empty()
+        );
+    }
 }
