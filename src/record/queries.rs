@@ -532,28 +532,44 @@ pub fn recorded_permissions(
             },
         )?
         .collect::<Result<_, _>>()?;
-    let mut earlier = conn.prepare(
-        "SELECT raw FROM messages
-         WHERE connection_id = ?1 AND session_id IS ?2 AND tool_call_id = ?3 AND seq < ?4
-           AND direction = 'a2c' AND method = 'session/update'
+    // The agent's tool-call updates of each connection in one pass, grouped by tool call (a
+    // query per request scanned the whole session each time: quadratic in its length).
+    let wanted: std::collections::BTreeSet<i64> = rows
+        .iter()
+        .filter(|r| r.policy_input.is_none() && r.tool_call_id.is_some())
+        .map(|r| r.connection_id)
+        .collect();
+    let mut updates = conn.prepare(
+        "SELECT seq, session_id, tool_call_id, raw FROM messages
+         WHERE connection_id = ?1 AND direction = 'a2c' AND method = 'session/update'
+           AND tool_call_id IS NOT NULL
          ORDER BY seq",
     )?;
-    for row in &mut rows {
-        if row.policy_input.is_some() {
-            continue;
+    type Key = (Option<String>, String);
+    for connection_id in wanted {
+        let mut by_call: std::collections::HashMap<Key, Vec<(i64, Vec<u8>)>> =
+            std::collections::HashMap::new();
+        let found = updates.query_map([connection_id], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        for row in found {
+            let (seq, session, call, raw): (i64, Option<String>, String, Vec<u8>) = row?;
+            by_call.entry((session, call)).or_default().push((seq, raw));
         }
-        if let Some(tool_call_id) = &row.tool_call_id {
-            row.earlier_updates = earlier
-                .query_map(
-                    params![
-                        row.connection_id,
-                        row.session_id,
-                        tool_call_id,
-                        row.request_seq
-                    ],
-                    |r| r.get(0),
-                )?
-                .collect::<Result<_, _>>()?;
+        for row in rows
+            .iter_mut()
+            .filter(|r| r.connection_id == connection_id && r.policy_input.is_none())
+        {
+            let Some(call) = &row.tool_call_id else {
+                continue;
+            };
+            if let Some(lines) = by_call.get(&(row.session_id.clone(), call.clone())) {
+                row.earlier_updates = lines
+                    .iter()
+                    .take_while(|(seq, _)| *seq < row.request_seq)
+                    .map(|(_, raw)| raw.clone())
+                    .collect();
+            }
         }
     }
     Ok(rows)
