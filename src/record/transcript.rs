@@ -171,7 +171,8 @@ pub fn import(
 ) -> Result<i64, TranscriptError> {
     let connection_id = store.begin_connection(&start)?;
     let mut observer = SessionState::new();
-    let mut rows: Vec<MessageRow> = Vec::with_capacity(records.len());
+    // Written a batch at a time, as the recorder does: memory stays flat however long the file.
+    let mut rows: Vec<MessageRow> = Vec::with_capacity(super::MAX_BATCH);
     for (seq, record) in records.iter().enumerate() {
         let at = |message: String| TranscriptError::Record {
             line: seq + 1,
@@ -196,10 +197,12 @@ pub fn import(
                 },
             },
         ));
+        if rows.len() == super::MAX_BATCH {
+            store.write_batch(connection_id, &rows)?;
+            rows.clear();
+        }
     }
-    for batch in rows.chunks(super::MAX_BATCH) {
-        store.write_batch(connection_id, batch)?;
-    }
+    store.write_batch(connection_id, &rows)?;
     let last_t = records.last().map(|r| r.t).unwrap_or(0.0);
     store.end_connection(
         connection_id,
