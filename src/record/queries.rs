@@ -593,35 +593,39 @@ pub struct MessageRow {
     pub truncated: bool,
 }
 
-/// Every line of a connection, in order.
+/// The first `limit` lines of a connection, in order.
 pub fn connection_messages(
     reader: &Reader,
     connection_id: i64,
+    limit: usize,
 ) -> rusqlite::Result<Vec<MessageRow>> {
     reader
         .conn()
         .prepare(
             "SELECT seq, ts, direction, kind, method, rpc_id, size, raw, reply_to_seq, session_id,
                     origin, forwarded, truncated
-             FROM messages WHERE connection_id = ?1 ORDER BY seq",
+             FROM messages WHERE connection_id = ?1 ORDER BY seq LIMIT ?2",
         )?
-        .query_map([connection_id], |r| {
-            Ok(MessageRow {
-                seq: r.get(0)?,
-                ts: r.get(1)?,
-                direction: r.get(2)?,
-                kind: r.get(3)?,
-                method: r.get(4)?,
-                rpc_id: r.get(5)?,
-                size: r.get(6)?,
-                raw: r.get(7)?,
-                reply_to_seq: r.get(8)?,
-                session_id: r.get(9)?,
-                origin: r.get(10)?,
-                forwarded: r.get(11)?,
-                truncated: r.get(12)?,
-            })
-        })?
+        .query_map(
+            params![connection_id, i64::try_from(limit).unwrap_or(i64::MAX)],
+            |r| {
+                Ok(MessageRow {
+                    seq: r.get(0)?,
+                    ts: r.get(1)?,
+                    direction: r.get(2)?,
+                    kind: r.get(3)?,
+                    method: r.get(4)?,
+                    rpc_id: r.get(5)?,
+                    size: r.get(6)?,
+                    raw: r.get(7)?,
+                    reply_to_seq: r.get(8)?,
+                    session_id: r.get(9)?,
+                    origin: r.get(10)?,
+                    forwarded: r.get(11)?,
+                    truncated: r.get(12)?,
+                })
+            },
+        )?
         .collect()
 }
 
@@ -696,4 +700,13 @@ pub fn prunable_connections(
             state,
         })
         .collect())
+}
+
+/// How many lines a connection recorded.
+pub fn connection_message_count(reader: &Reader, connection_id: i64) -> rusqlite::Result<i64> {
+    reader.conn().query_row(
+        "SELECT count(*) FROM messages WHERE connection_id = ?1",
+        [connection_id],
+        |r| r.get(0),
+    )
 }

@@ -638,3 +638,32 @@ fn diffs_show_numbered_old_and_new_lines_and_long_payloads_fold() {
     let messages = &html[html.find("<section id=\"messages\">").unwrap()..];
     assert!(messages.contains("<details class=\"more\">"));
 }
+
+/// A connection with more raw lines than the report shows: the first ones are there, the rest
+/// are named with the command that writes them all, and the page stays small.
+#[test]
+fn a_long_connection_shows_its_first_lines_and_says_how_to_get_the_rest() {
+    let sb = Sandbox::new();
+    let mut lines: Vec<(&str, String)> = vec![
+        ("c2a", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}"#.to_owned()),
+        ("a2c", r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"long"}}"#.to_owned()),
+    ];
+    let extra = acptap::inspect::report::MAX_MESSAGE_ROWS + 50;
+    for i in 0..extra {
+        lines.push((
+            "a2c",
+            format!(r#"{{"jsonrpc":"2.0","method":"_x/tick","params":{{"i":{i}}}}}"#),
+        ));
+    }
+    import_lines(&sb, &lines);
+    let (_, html) = render_last(&sb);
+    assert_eq!(
+        html.matches("class=\"row msg").count(),
+        acptap::inspect::report::MAX_MESSAGE_ROWS
+    );
+    assert!(
+        html.contains("⋯ 52 more line(s) are not shown here"),
+        "no fold"
+    );
+    assert!(html.contains("acptap export long"));
+}

@@ -39,6 +39,9 @@ use diff::diff;
 /// Payloads longer than this (in bytes) are shown truncated, with an expander for the rest.
 pub const TRUNCATE_AT: usize = 4096;
 
+/// The raw lines shown in the Messages section at most.
+pub const MAX_MESSAGE_ROWS: usize = 10_000;
+
 /// The page's style. No recorded data in it.
 pub const CSS: &str = include_str!("report.css");
 /// Runs first: records script errors and CSP violations on `<html data-errors>`, so a reader (or
@@ -95,7 +98,10 @@ pub fn render(reader: &Reader, session: &SessionRef) -> rusqlite::Result<String>
             )
         })
         .collect();
-    let messages = queries::connection_messages(reader, session.connection_id)?;
+    // The raw lines of a large connection are most of a report: the first MAX_MESSAGE_ROWS are
+    // shown, and the rest are one `acptap export` away.
+    let messages = queries::connection_messages(reader, session.connection_id, MAX_MESSAGE_ROWS)?;
+    let message_count = queries::connection_message_count(reader, session.connection_id)?;
     let (started_at, exit_signal) =
         queries::connection_start_and_signal(reader, session.connection_id)?;
 
@@ -116,7 +122,7 @@ pub fn render(reader: &Reader, session: &SessionRef) -> rusqlite::Result<String>
         &timeline.session,
         started_at,
         exit_signal,
-        &messages,
+        message_count,
     );
     page.filters(&mut body, &calls, &messages);
     body.push_str("<main>\n<section id=\"timeline\"><h2>Timeline</h2>\n");
@@ -161,7 +167,7 @@ pub fn render(reader: &Reader, session: &SessionRef) -> rusqlite::Result<String>
         }
         body.push_str("</div>\n</section>\n");
     }
-    page.messages(&mut body, &messages);
+    page.messages(&mut body, &messages, message_count);
     body.push_str("</main>\n");
 
     let mut out = String::with_capacity(body.len() + CSS.len() + FILTER_JS.len() + 1024);
@@ -200,7 +206,7 @@ impl Page<'_> {
         s: &queries::SessionSummary,
         started_at: Option<i64>,
         exit_signal: Option<i64>,
-        messages: &[MessageRow],
+        message_count: i64,
     ) {
         let _ = write!(
             out,
@@ -258,10 +264,7 @@ impl Page<'_> {
             format!(
                 "{} turn(s) · {} tool call(s) · {} permission request(s) · {} message(s) on the \
                  connection",
-                s.turns,
-                s.tool_calls,
-                s.permission_requests,
-                messages.len()
+                s.turns, s.tool_calls, s.permission_requests, message_count
             ),
         );
         out.push_str("</dl>\n</header>\n");
@@ -571,7 +574,7 @@ impl Page<'_> {
         out.push_str("</div>\n");
     }
 
-    fn messages(&self, out: &mut String, messages: &[MessageRow]) {
+    fn messages(&self, out: &mut String, messages: &[MessageRow], total: i64) {
         let replies: HashMap<i64, i64> = messages
             .iter()
             .filter_map(|m| Some((m.reply_to_seq?, m.seq)))
@@ -652,6 +655,15 @@ impl Page<'_> {
             }
             text_block(out, text.trim_end_matches(['\n', '\r']), "code");
             out.push_str("</details></td></tr>\n");
+        }
+        let hidden = total - messages.len() as i64;
+        if hidden > 0 {
+            let _ = write!(
+                out,
+                "<tr class=\"fold\"><td colspan=\"9\">⋯ {hidden} more line(s) are not shown here; \
+                 <code>acptap export {}</code> writes every line</td></tr>\n",
+                esc(&self.session.session_id)
+            );
         }
         out.push_str("</tbody>\n</table>\n</section>\n");
     }
