@@ -658,10 +658,10 @@ impl Page<'_> {
         }
         let hidden = total - messages.len() as i64;
         if hidden > 0 {
-            let _ = write!(
+            let _ = writeln!(
                 out,
                 "<tr class=\"fold\"><td colspan=\"9\">⋯ {hidden} more line(s) are not shown here; \
-                 <code>acptap export {}</code> writes every line</td></tr>\n",
+                 <code>acptap export {}</code> writes every line</td></tr>",
                 esc(&self.session.session_id)
             );
         }
