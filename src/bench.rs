@@ -278,6 +278,20 @@ fn big_line_object(size: usize, fill: u8) -> Vec<u8> {
     line
 }
 
+/// The reference recorder, embedded so that `acptap bench` needs nothing beside itself.
+const NAIVE_RECORDER: &str = include_str!("naive_recorder.py");
+
+/// Whether `python3` runs here (the naive recorder's way is skipped otherwise).
+fn python3_available() -> bool {
+    Command::new("python3")
+        .arg("-c")
+        .arg("import sqlite3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Way {
@@ -288,6 +302,10 @@ pub enum Way {
     Conductor,
     /// The same with `--trace FILE`.
     ConductorTrace,
+    /// `python3 naive_recorder.py --db FILE -- acptap bench-peer ...`: the naive Python recording
+    /// proxy (`src/naive_recorder.py`, from the project's shared reference), the line acptap's
+    /// recorder must clear. Run only where `python3` is.
+    Naive,
 }
 
 impl Way {
@@ -439,6 +457,8 @@ struct Setup {
     dir: PathBuf,
     policy: PathBuf,
     conductor: Option<PathBuf>,
+    /// The naive recorder's script, written out, when python3 can run it.
+    naive: Option<PathBuf>,
     /// The conductors of the current run, by pid, until they are reaped.
     watchdogs: RefCell<HashMap<u32, Watchdog>>,
 }
@@ -488,6 +508,12 @@ impl Setup {
         }
         let mut command = match way {
             Way::Pipe => Command::new(&self.exe),
+            Way::Naive => {
+                let script = self.naive.as_ref().context("python3 is not there")?;
+                let mut c = Command::new("python3");
+                c.arg(script).arg("--db").arg(db).arg("--").arg(&self.exe);
+                c
+            }
             _ => {
                 let mut c = Command::new(&self.exe);
                 c.arg("run").arg("--grace").arg("30s");
@@ -821,7 +847,10 @@ fn tools_line_as_json(line: &[u8], index: usize) -> (bool, Option<Value>) {
 fn tools(setup: &Setup, way: Way, n: usize, db: &Path) -> anyhow::Result<Measurement> {
     // The proxy's policy answers the permission requests; the pipe and the conductor pass them
     // to the client.
-    let proxy = !matches!(way, Way::Pipe | Way::Conductor | Way::ConductorTrace);
+    let proxy = !matches!(
+        way,
+        Way::Pipe | Way::Conductor | Way::ConductorTrace | Way::Naive
+    );
     let mut child = setup.spawn(way, &["tools", &n.to_string()], db, proxy)?;
     let mut to_agent = child.stdin.take().expect("piped");
     let from_agent = BufReader::new(child.stdout.take().expect("piped"));
@@ -1132,11 +1161,16 @@ pub fn run(quick: bool, conductor: Option<&Path>) -> anyhow::Result<BenchReport>
             Ok((path, version))
         })
         .transpose()?;
+    let naive = python3_available().then(|| {
+        let script = dir.join("naive_recorder.py");
+        std::fs::write(&script, NAIVE_RECORDER).map(|()| script)
+    });
     let setup = Setup {
         exe: std::env::current_exe()?,
         dir: dir.clone(),
         policy,
         conductor: conductor.as_ref().map(|(path, _)| path.clone()),
+        naive: naive.transpose()?,
         watchdogs: RefCell::new(HashMap::new()),
     };
     let mut measurements = Vec::new();
@@ -1190,6 +1224,9 @@ pub fn run(quick: bool, conductor: Option<&Path>) -> anyhow::Result<BenchReport>
         },
     ];
     let mut ways = vec![Way::Pipe, Way::ProxyNoRecord, Way::ProxyRecording];
+    if setup.naive.is_some() {
+        ways.push(Way::Naive);
+    }
     if conductor.is_some() {
         ways.extend([Way::Conductor, Way::ConductorTrace]);
     }
@@ -1314,6 +1351,30 @@ pub fn render(report: &BenchReport) -> String {
         opt(report.recorded_1kib_messages_per_s, 0),
         opt(report.recorded_1kib_messages_per_s.map(|r| r / report.sqlite_floor_rows_per_s), 2),
     ));
+    // acptap's recorder against the naive one, workload by workload.
+    let rate = |workload: &str, way: Way| {
+        report
+            .measurements
+            .iter()
+            .find(|m| m.workload == workload && m.way == way && m.skipped.is_none())
+            .map(|m| m.messages_per_s)
+    };
+    let mut against_naive = Vec::new();
+    for m in report.measurements.iter().filter(|m| m.way == Way::Naive) {
+        if let (Some(ours), Some(naive)) = (
+            rate(&m.workload, Way::ProxyRecording),
+            rate(&m.workload, Way::Naive),
+        ) && naive > 0.0
+        {
+            against_naive.push(format!("{} {:.2}x", m.workload, ours / naive));
+        }
+    }
+    if !against_naive.is_empty() {
+        out.push_str(&format!(
+            "acptap recording / naive recorder (messages per second): {}\n",
+            against_naive.join(", ")
+        ));
+    }
     if let Some(conductor) = &report.conductor {
         let sizes: Vec<String> = conductor
             .scaled
