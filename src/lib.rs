@@ -23,6 +23,7 @@
 //! - [`cli`]: the commands and the config file; [`demo`] is the built-in demo.
 
 pub mod bench;
+pub mod bench_read;
 pub mod cli;
 pub mod demo;
 pub mod export;
@@ -53,6 +54,7 @@ mod layering {
         ("replay", &["protocol", "proxy", "record"]),
         ("demo", &["inspect", "proxy", "record"]),
         ("bench", &["record", "protocol"]),
+        ("bench_read", &["record", "protocol"]),
         ("export", &["record", "protocol"]),
     ];
 

@@ -207,6 +207,10 @@ pub struct BenchArgs {
     /// as JSON values, since it re-serialises them. Not run by default.
     #[arg(long, value_name = "PATH")]
     pub conductor: Option<std::path::PathBuf>,
+    /// Time the read side instead (`sessions`, `stats`, `tools`, `show`, `report`, `policy
+    /// replay`) on a database it builds: 3 sessions of 20,000 tool turns (`--quick`: 1 of 500).
+    #[arg(long)]
+    pub read: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -5,6 +5,19 @@ use super::super::{BenchArgs, print, print_json};
 
 /// `acptap bench`.
 pub(in crate::cli) fn bench(args: BenchArgs, _config: &Config) -> anyhow::Result<i32> {
+    if args.read {
+        let report = crate::bench_read::run(args.quick)?;
+        if args.json {
+            print_json(&report)?;
+        } else {
+            print(&crate::bench_read::render(&report))?;
+        }
+        return Ok(if report.timings.iter().all(|t| t.ok) {
+            0
+        } else {
+            1
+        });
+    }
     let report = crate::bench::run(args.quick, args.conductor.as_deref())?;
     if args.json {
         print_json(&report)?;
