@@ -1,7 +1,8 @@
 //! `acptap bench --read`: the read side timed on a large database. It builds one (3 sessions of
 //! 20,000 tool turns each, `--quick`: 1 of 500), through the same import as `acptap import`, then
 //! runs each view as the user would (this binary, a child process) and reports its wall time and
-//! peak RSS (from `wait4`).
+//! peak RSS (from `wait4`; it includes what the child shared with this process before `exec`,
+//! which the `--version` row shows).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -11,9 +12,7 @@ use anyhow::Context;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::record::redact::Redactor;
-use crate::record::transcript::{TranscriptRecord, import};
-use crate::record::{ConnectionStart, Store};
+use crate::record::transcript::TranscriptRecord;
 
 #[derive(Debug, Serialize)]
 pub struct ReadTiming {
@@ -32,15 +31,17 @@ pub struct ReadReport {
     pub timings: Vec<ReadTiming>,
 }
 
-/// One session of `turns` tool turns: a prompt, an edit with a small diff, its permission request
-/// and answer, its completion, the turn's end.
-fn session(index: usize, turns: usize) -> Vec<TranscriptRecord> {
-    let mut out = Vec::with_capacity(turns * 6 + 4);
-    let mut push = |dir: &str, message: serde_json::Value| {
-        let t = out.len() as f64 * 0.000_1;
-        out.push(TranscriptRecord {
-            seq: Some(out.len() as i64),
-            t,
+/// Writes one session of `turns` tool turns as a transcript: a prompt, an edit with a small diff,
+/// its permission request and answer, its completion, the turn's end. Returns the line count.
+/// Written as it goes, so this process stays small (a child's peak RSS starts from its parent's).
+fn session(index: usize, turns: usize, path: &Path) -> anyhow::Result<usize> {
+    use std::io::Write as _;
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut count = 0usize;
+    let mut push = |dir: &str, message: serde_json::Value| -> anyhow::Result<()> {
+        let record = TranscriptRecord {
+            seq: Some(count as i64),
+            t: count as f64 * 0.000_1,
             dir: dir.into(),
             eol: true,
             text: Some(message.to_string()),
@@ -48,25 +49,29 @@ fn session(index: usize, turns: usize) -> Vec<TranscriptRecord> {
             origin: None,
             forwarded: None,
             start: None,
-        });
+        };
+        serde_json::to_writer(&mut file, &record)?;
+        file.write_all(b"\n")?;
+        count += 1;
+        Ok(())
     };
     let sid = format!("bench-read-{index}");
     push(
         "c2a",
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
-    );
+    )?;
     push(
         "a2c",
         json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentInfo": {"name": "bench"}}}),
-    );
+    )?;
     push(
         "c2a",
         json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}}),
-    );
+    )?;
     push(
         "a2c",
         json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": sid}}),
-    );
+    )?;
     for i in 0..turns {
         let prompt = 10 + 2 * i;
         let call = format!("t{i}");
@@ -74,29 +79,30 @@ fn session(index: usize, turns: usize) -> Vec<TranscriptRecord> {
         push(
             "c2a",
             json!({"jsonrpc": "2.0", "id": prompt, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go on"}]}}),
-        );
+        )?;
         push(
             "a2c",
             json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {"sessionUpdate": "tool_call", "toolCallId": call, "title": "Edit", "kind": "edit", "locations": [{"path": path}], "content": [{"type": "diff", "path": path, "oldText": "a\nb\nc", "newText": "a\nB\nc"}]}}}),
-        );
+        )?;
         push(
             "a2c",
             json!({"jsonrpc": "2.0", "id": 1_000_000 + i, "method": "session/request_permission", "params": {"sessionId": sid, "toolCall": {"toolCallId": call}, "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}]}}),
-        );
+        )?;
         push(
             "c2a",
             json!({"jsonrpc": "2.0", "id": 1_000_000 + i, "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}),
-        );
+        )?;
         push(
             "a2c",
             json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed"}}}),
-        );
+        )?;
         push(
             "a2c",
             json!({"jsonrpc": "2.0", "id": prompt, "result": {"stopReason": "end_turn"}}),
-        );
+        )?;
     }
-    out
+    file.flush()?;
+    Ok(count)
 }
 
 /// Runs `exe ARGS` and returns its wall time and peak RSS, and whether it succeeded.
@@ -129,27 +135,23 @@ pub fn run(quick: bool) -> anyhow::Result<ReadReport> {
     let dir = std::env::temp_dir().join(format!("acptap-bench-read-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let db = dir.join("read.db");
-    let mut store = Store::open(&db)?;
-    let redactor = Redactor::default_only();
+    let exe = std::env::current_exe()?;
     let mut lines = 0;
     for index in 0..sessions {
-        let records = session(index, turns);
-        lines += records.len();
-        import(
-            &mut store,
-            &records,
-            ConnectionStart {
-                label: Some(format!("bench read {index}")),
-                command: vec!["bench".into()],
-                cwd: None,
-                pid: None,
-                started_at: crate::record::now_us() + index as i64,
-            },
-            &redactor,
+        let transcript = dir.join(format!("session{index}.jsonl"));
+        lines += session(index, turns, &transcript)?;
+        // Imported by a child, as a user would: this process stays small.
+        let (_, _, ok) = timed(
+            &exe,
+            &[
+                "import",
+                "--db",
+                &db.to_string_lossy(),
+                &transcript.to_string_lossy(),
+            ],
         )?;
+        anyhow::ensure!(ok, "cannot import the read-side database");
     }
-    drop(store);
-    let exe = std::env::current_exe()?;
     let db_arg = db.to_string_lossy().into_owned();
     let report_file = dir.join("report.html").to_string_lossy().into_owned();
     let policy = dir.join("policy.toml");
@@ -159,6 +161,7 @@ pub fn run(quick: bool) -> anyhow::Result<ReadReport> {
     )?;
     let policy_arg = policy.to_string_lossy().into_owned();
     let commands: Vec<Vec<&str>> = vec![
+        vec!["--version"],
         vec!["sessions"],
         vec!["stats"],
         vec!["tools"],
@@ -169,7 +172,9 @@ pub fn run(quick: bool) -> anyhow::Result<ReadReport> {
     let mut timings = Vec::new();
     for command in &commands {
         let mut args = command.clone();
-        args.extend(["--db", &db_arg]);
+        if command[0] != "--version" {
+            args.extend(["--db", &db_arg]);
+        }
         let (seconds, peak_rss_mib, ok) = timed(&exe, &args)?;
         timings.push(ReadTiming {
             command: command

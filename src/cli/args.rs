@@ -1,5 +1,6 @@
 //! The command line's clap definitions: their doc comments are the help text. The values a user
-//! gives are checked here (durations, intervals, speeds, the database path's precedence).
+//! gives are checked here (durations, intervals, speeds); `DbArgs` opens the database at the path
+//! `super::resolve_db` settles.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -89,10 +90,10 @@ impl DbArgs {
     /// `--db`, else `$ACPTAP_DB` (clap reads both), else the config file's `db`, else the XDG
     /// default.
     pub fn path(&self) -> anyhow::Result<PathBuf> {
-        resolve_db(
+        super::resolve_db(
             self.db.clone(),
             config::current().db.clone(),
-            default_db_path,
+            super::default_db_path,
         )
         .context("cannot find a place for the database: set --db, ACPTAP_DB, `db` in the config file, XDG_DATA_HOME or HOME")
     }
@@ -106,24 +107,6 @@ impl DbArgs {
     pub(crate) fn read(&self) -> anyhow::Result<Reader> {
         Ok(Reader::open(&self.path()?)?)
     }
-}
-
-/// The one precedence for the database's path: the flag or its environment variable, then the
-/// config file, then the default. An empty value counts as not given.
-pub(crate) fn resolve_db(
-    flag_or_env: Option<PathBuf>,
-    config: Option<PathBuf>,
-    default: impl FnOnce() -> Option<PathBuf>,
-) -> Option<PathBuf> {
-    let given = |p: Option<PathBuf>| p.filter(|p| !p.as_os_str().is_empty());
-    given(flag_or_env)
-        .or_else(|| given(config))
-        .or_else(default)
-}
-
-/// `$XDG_DATA_HOME/acptap/acptap.db`, else `~/.local/share/acptap/acptap.db`.
-pub fn default_db_path() -> Option<PathBuf> {
-    config::xdg_path("XDG_DATA_HOME", ".local/share", "acptap.db")
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! The command line: the clap definitions and the checks of what a user gives (`args.rs`), one
 //! function per command that builds what it needs, calls the library and prints (`commands/`),
-//! the config file (`config.rs`) and `acptap policy` (`policy.rs`); here, the dispatch.
+//! the config file (`config.rs`) and `acptap policy` (`policy.rs`); here, the dispatch, the
+//! database path's precedence (`resolve_db`) and the printing helpers.
 //!
 //! Exit policy, in one place: a command returns `Ok(code)`, or an error that is printed once on
 //! stderr (`acptap: ...` with its causes) and exits 2. `acptap run` exits with the agent's status.
@@ -12,6 +13,7 @@ mod errors;
 mod policy;
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -111,6 +113,24 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
+/// The one precedence for the database's path: the flag or its environment variable, then the
+/// config file, then the default. An empty value counts as not given.
+pub(crate) fn resolve_db(
+    flag_or_env: Option<PathBuf>,
+    config: Option<PathBuf>,
+    default: impl FnOnce() -> Option<PathBuf>,
+) -> Option<PathBuf> {
+    let given = |p: Option<PathBuf>| p.filter(|p| !p.as_os_str().is_empty());
+    given(flag_or_env)
+        .or_else(|| given(config))
+        .or_else(default)
+}
+
+/// `$XDG_DATA_HOME/acptap/acptap.db`, else `~/.local/share/acptap/acptap.db`.
+pub fn default_db_path() -> Option<PathBuf> {
+    config::xdg_path("XDG_DATA_HOME", ".local/share", "acptap.db")
+}
+
 pub(crate) fn print(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -160,8 +180,6 @@ mod tests {
 
 #[cfg(test)]
 mod db_path {
-    use std::path::PathBuf;
-
     use super::*;
 
     #[test]
