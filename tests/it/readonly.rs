@@ -59,8 +59,8 @@ fn every_view_reads_a_database_it_cannot_write_while_another_acptap_records() {
         &[
             peer.as_os_str(),
             OsStr::new("stream"),
-            OsStr::new("200000"),
-            OsStr::new("200"),
+            OsStr::new("100000"),
+            OsStr::new("120"),
         ],
     );
     let mut stdout = live.stdout.take().unwrap();
@@ -144,7 +144,8 @@ fn every_view_reads_a_database_it_cannot_write_while_another_acptap_records() {
         chmod(Path::new(&format!("{}{suffix}", db.display())), 0o644);
     }
     drop(live.stdin.take());
-    let output = finish(live, Duration::from_secs(60));
+    // Generous: on a loaded 2-core machine a debug proxy records these lines slowly.
+    let output = finish(live, Duration::from_secs(240));
     assert!(
         output.status.success(),
         "{}",
@@ -153,7 +154,7 @@ fn every_view_reads_a_database_it_cannot_write_while_another_acptap_records() {
     assert!(drain.join().unwrap() > 0);
     assert_eq!(
         sb.count("SELECT count(*) FROM messages WHERE connection_id = 2 AND direction = 'a2c'"),
-        200_000
+        100_000
     );
 }
 

@@ -170,33 +170,102 @@ mod tests {
         assert_eq!(ops.len(), 3);
     }
 
+    /// The table `diff` writes for `old` and `new` (`None`: a new file).
+    fn render(old: Option<&str>, new: &str) -> String {
+        let item =
+            serde_json::json!({"type": "diff", "path": "/p/a", "oldText": old, "newText": new});
+        let mut out = String::new();
+        diff(&mut out, &item);
+        out
+    }
+
+    /// How many rows of the table have this class (`ctx`, `del`, `add`, `fold`).
+    fn rows(out: &str, class: &str) -> usize {
+        out.matches(&format!("<tr class=\"{class}\">")).count()
+    }
+
+    fn numbered(n: usize, prefix: &str) -> String {
+        (0..n)
+            .map(|i| format!("{prefix} {i}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     #[test]
-    fn identical_texts_fold_and_one_change_shows_its_context() {
+    fn identical_texts_are_all_context_and_folded() {
+        let text = numbered(100, "line");
+        let out = render(Some(&text), &text);
+        assert!(
+            out.contains("−0</span>") && out.contains("+0</span>"),
+            "{out}"
+        );
+        assert!(!out.contains("(new file)"), "{out}");
+        // No change anywhere: every unchanged line is folded into one row.
+        assert_eq!(
+            (rows(&out, "ctx"), rows(&out, "del"), rows(&out, "add")),
+            (0, 0, 0)
+        );
+        assert_eq!(rows(&out, "fold"), 1);
+        assert!(out.contains("⋯ 100 unchanged line(s)"), "{out}");
+        let out = render(Some("a\nb"), "a\nb");
+        assert!(out.contains("⋯ 2 unchanged line(s)"), "{out}");
+    }
+
+    #[test]
+    fn one_changed_line_shows_its_context_and_folds_the_rest() {
         let old: Vec<String> = (0..100).map(|i| format!("line {i}")).collect();
         let mut new = old.clone();
         new[50] = "changed".into();
-        let item = serde_json::json!({"type": "diff", "path": "/p/a", "oldText": old.join("\n"), "newText": new.join("\n")});
-        let mut out = String::new();
-        diff(&mut out, &item);
+        let out = render(Some(&old.join("\n")), &new.join("\n"));
         assert!(
             out.contains("−1</span>") && out.contains("+1</span>"),
             "{out}"
         );
-        assert_eq!(out.matches("class=\"ctx\"").count(), 2 * DIFF_CONTEXT);
+        assert!(out.starts_with("<details class=\"diff\" open>"), "{out}");
+        assert_eq!((rows(&out, "del"), rows(&out, "add")), (1, 1));
+        assert_eq!(rows(&out, "ctx"), 2 * DIFF_CONTEXT);
+        // Lines 1..=47 and 55..=100 (1-based) are folded on either side of the change.
+        assert_eq!(rows(&out, "fold"), 2);
         assert!(out.contains("⋯ 47 unchanged line(s)") && out.contains("⋯ 46 unchanged line(s)"));
-        let same = serde_json::json!({"type": "diff", "path": "/p/a", "oldText": "a\nb", "newText": "a\nb"});
-        let mut out = String::new();
-        diff(&mut out, &same);
+        assert!(out.contains(
+            "<tr class=\"del\"><td class=\"ln\">51</td><td class=\"ln\"></td><td \
+             class=\"sign\">-</td><td class=\"code\">line 50</td></tr>"
+        ));
+        assert!(out.contains(
+            "<tr class=\"add\"><td class=\"ln\"></td><td class=\"ln\">51</td><td \
+             class=\"sign\">+</td><td class=\"code\">changed</td></tr>"
+        ));
+        // The context right before and after the change, with both line numbers.
+        assert!(out.contains(
+            "<tr class=\"ctx\"><td class=\"ln\">48</td><td class=\"ln\">48</td><td \
+             class=\"sign\"> </td><td class=\"code\">line 47</td></tr>"
+        ));
+        assert!(out.contains(
+            "<tr class=\"ctx\"><td class=\"ln\">54</td><td class=\"ln\">54</td><td \
+             class=\"sign\"> </td><td class=\"code\">line 53</td></tr>"
+        ));
+    }
+
+    #[test]
+    fn a_new_file_is_all_added() {
+        let out = render(None, "x\ny\nz");
         assert!(
-            out.contains("−0</span>") && out.contains("⋯ 2 unchanged line(s)"),
+            out.contains("(new file)") && out.contains("−0</span>") && out.contains("+3</span>"),
             "{out}"
         );
-        let created =
-            serde_json::json!({"type": "diff", "path": "/p/n", "oldText": null, "newText": "x\ny"});
-        let mut out = String::new();
-        diff(&mut out, &created);
+        assert_eq!(
+            (
+                rows(&out, "ctx"),
+                rows(&out, "del"),
+                rows(&out, "add"),
+                rows(&out, "fold")
+            ),
+            (0, 0, 3, 0)
+        );
+        // An empty old text is an existing file made non-empty, not a new one.
+        let out = render(Some(""), "x");
         assert!(
-            out.contains("(new file)") && out.contains("+2</span>"),
+            !out.contains("(new file)") && out.contains("+1</span>"),
             "{out}"
         );
     }
@@ -219,5 +288,34 @@ mod tests {
             .filter(|r| matches!(r, DiffOp::Added(_)))
             .count();
         assert_eq!((removed, added), (20_000, 20_000));
+    }
+
+    #[test]
+    fn a_large_diff_is_rendered_whole() {
+        // 20,000 lines against 20,000 other lines: the worst case for Myers, cut by the deadline
+        // (how long it takes is the benchmark's business, not a test's).
+        let (old, new) = (numbered(20_000, "old"), numbered(20_000, "new"));
+        let out = render(Some(&old), &new);
+        assert!(out.contains("−20000</span>") && out.contains("+20000</span>"));
+        assert_eq!((rows(&out, "del"), rows(&out, "add")), (20_000, 20_000));
+        assert_eq!(rows(&out, "ctx") + rows(&out, "fold"), 0);
+        // Past DIFF_OPEN_ROWS rows, the diff starts collapsed.
+        assert!(
+            out.starts_with("<details class=\"diff\"><summary>"),
+            "{out:.80}"
+        );
+
+        // 20,000 lines with every 1,000th changed: exactly those lines, each with its context.
+        let old: Vec<String> = (0..20_000).map(|i| format!("line {i}")).collect();
+        let mut new = old.clone();
+        for i in (0..20_000).step_by(1_000) {
+            new[i] = format!("changed {i}");
+        }
+        let out = render(Some(&old.join("\n")), &new.join("\n"));
+        assert!(out.contains("−20</span>") && out.contains("+20</span>"));
+        assert_eq!((rows(&out, "del"), rows(&out, "add")), (20, 20));
+        // The first change is line 1 (no context before it); the others have 3 lines each side.
+        assert_eq!(rows(&out, "ctx"), DIFF_CONTEXT + 19 * 2 * DIFF_CONTEXT);
+        assert_eq!(rows(&out, "fold"), 20);
     }
 }
