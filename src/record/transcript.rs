@@ -33,8 +33,8 @@ pub struct TranscriptRecord {
     pub origin: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forwarded: Option<bool>,
-    /// When the recording started (RFC 3339, UTC): written on the first record by `export::transcript`, so an
-    /// import keeps the recorded times.
+    /// When the recording started (RFC 3339, UTC): written on the first record by
+    /// `export::transcript`, so an import keeps the recorded times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<String>,
 }
