@@ -40,6 +40,16 @@ use sha2::{Digest, Sha256};
 
 /// The line of `size` bytes (newline included) that the agent sends as message `i`.
 pub fn stream_line(i: usize, size: usize) -> Vec<u8> {
+    if size < 128 {
+        // Too short for a `session/update`: an extension notification of that size.
+        let mut line = format!(r#"{{"jsonrpc":"2.0","method":"_b","params":{{"i":{i},"t":""#)
+            .into_bytes();
+        let tail = b"\"}}\n";
+        let pad = size.saturating_sub(line.len() + tail.len());
+        line.extend(std::iter::repeat_n(b'a' + (i % 26) as u8, pad));
+        line.extend_from_slice(tail);
+        return line;
+    }
     let head = format!(
         r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"bench","update":{{"sessionUpdate":"agent_message_chunk","i":{i},"content":{{"type":"text","text":""#
     );
@@ -193,6 +203,10 @@ pub fn peer(args: &[String]) -> anyhow::Result<()> {
                 "bench-peer: permission-wait-p50-ns {}",
                 waits.get(waits.len() / 2).copied().unwrap_or(0)
             ));
+            report(format!(
+                "bench-peer: permission-wait-p99-ns {}",
+                waits.get(waits.len() * 99 / 100).copied().unwrap_or(0)
+            ));
         }
         Some("big") => {
             let size = number(1)?;
@@ -296,6 +310,9 @@ fn python3_available() -> bool {
 #[serde(rename_all = "kebab-case")]
 pub enum Way {
     Pipe,
+    /// `sh -c 'cat | AGENT | cat'`: the floor for any relaying process, which costs two more
+    /// hops than the pipe.
+    Relay,
     ProxyNoRecord,
     ProxyRecording,
     /// `agent-client-protocol-conductor agent 'acptap bench-peer ...'` (with `--conductor`).
@@ -508,6 +525,11 @@ impl Setup {
         }
         let mut command = match way {
             Way::Pipe => Command::new(&self.exe),
+            Way::Relay => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(r#"cat | "$0" "$@" | cat"#).arg(&self.exe);
+                c
+            }
             Way::Naive => {
                 let script = self.naive.as_ref().context("python3 is not there")?;
                 let mut c = Command::new("python3");
@@ -671,7 +693,7 @@ fn finish_child(
     outcome: Outcome,
     workload: &str,
 ) -> anyhow::Result<Measurement> {
-    let (cpu, rss) = if way == Way::Pipe {
+    let (cpu, rss) = if matches!(way, Way::Pipe | Way::Relay) {
         (None, None)
     } else {
         proc_usage(child.id())
@@ -849,7 +871,7 @@ fn tools(setup: &Setup, way: Way, n: usize, db: &Path) -> anyhow::Result<Measure
     // to the client.
     let proxy = !matches!(
         way,
-        Way::Pipe | Way::Conductor | Way::ConductorTrace | Way::Naive
+        Way::Pipe | Way::Relay | Way::Conductor | Way::ConductorTrace | Way::Naive
     );
     let mut child = setup.spawn(way, &["tools", &n.to_string()], db, proxy)?;
     let mut to_agent = child.stdin.take().expect("piped");
@@ -884,6 +906,11 @@ fn tools(setup: &Setup, way: Way, n: usize, db: &Path) -> anyhow::Result<Measure
             to_agent.write_all(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"outcome\":{{\"outcome\":\"selected\",\"optionId\":\"allow\"}}}}}}\n").as_bytes())?;
             to_agent.flush()?;
         }
+        // The relay's shell keeps its stdout open until its first `cat` ends, which waits for
+        // the client to close stdin: stop at the last line.
+        if way == Way::Relay && seen == n * 5 {
+            break;
+        }
     }
     let seconds = started.elapsed().as_secs_f64();
     child.stdin = Some(to_agent);
@@ -909,13 +936,17 @@ fn tools(setup: &Setup, way: Way, n: usize, db: &Path) -> anyhow::Result<Measure
         let _ = e.read_to_string(&mut stderr);
         m
     }?;
-    let wait_ns: Option<f64> = setup
-        .peer_report(way, stderr, db)
-        .lines()
-        .find_map(|l| l.strip_prefix("bench-peer: permission-wait-p50-ns "))
-        .and_then(|v| v.trim().parse().ok());
+    let report = setup.peer_report(way, stderr, db);
+    let wait_us = |name: &str| -> Option<f64> {
+        report
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("bench-peer: permission-wait-{name}-ns ")))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map(|ns| ns / 1000.0)
+    };
     Ok(Measurement {
-        p50_us: wait_ns.map(|ns| ns / 1000.0),
+        p50_us: wait_us("p50"),
+        p99_us: wait_us("p99"),
         ..measurement
     })
 }
@@ -967,7 +998,7 @@ fn big(setup: &Setup, way: Way, size: usize, db: &Path) -> anyhow::Result<Measur
         .join()
         .map_err(|_| anyhow::anyhow!("writer panicked"))??;
     let seconds = started.elapsed().as_secs_f64();
-    let (cpu, rss) = if way == Way::Pipe {
+    let (cpu, rss) = if matches!(way, Way::Pipe | Way::Relay) {
         (None, None)
     } else {
         proc_usage(child.id())
@@ -1191,7 +1222,7 @@ pub fn run(quick: bool, conductor: Option<&Path>) -> anyhow::Result<BenchReport>
     };
     // The conductor's sizes keep its two ways to about half a minute in all.
     let workloads = vec![
-        stream_workload(256, 200_000, 2_000, 30_000),
+        stream_workload(64, 400_000, 4_000, 30_000),
         stream_workload(1024, 200_000, 2_000, 30_000),
         stream_workload(4096, 50_000, 500, 10_000),
         stream_workload(1 << 20, 300, 5, 60),
@@ -1223,7 +1254,7 @@ pub fn run(quick: bool, conductor: Option<&Path>) -> anyhow::Result<BenchReport>
             run: Box::new(|way, db, size| big(bench, way, size, db)),
         },
     ];
-    let mut ways = vec![Way::Pipe, Way::ProxyNoRecord, Way::ProxyRecording];
+    let mut ways = vec![Way::Pipe, Way::Relay, Way::ProxyNoRecord, Way::ProxyRecording];
     if setup.naive.is_some() {
         ways.push(Way::Naive);
     }
@@ -1293,6 +1324,91 @@ pub fn run(quick: bool, conductor: Option<&Path>) -> anyhow::Result<BenchReport>
             scaled,
         }),
     })
+}
+
+/// One of the recording goals, judged on one run.
+#[derive(Debug, Serialize)]
+pub struct Goal {
+    pub goal: String,
+    pub measured: String,
+    pub met: bool,
+}
+
+/// The recording goals of issue 12, judged on this run's figures (those whose ways ran).
+pub fn goals(report: &BenchReport) -> Vec<Goal> {
+    let find = |workload: &str, way: Way| {
+        report
+            .measurements
+            .iter()
+            .find(|m| m.workload == workload && m.way == way && m.skipped.is_none())
+    };
+    let mut goals = Vec::new();
+    for (workload, at_least) in [("stream 64 B", 3.0), ("stream 1 KiB", 3.0), ("tools", 2.0)] {
+        if let (Some(ours), Some(naive)) = (
+            find(workload, Way::ProxyRecording),
+            find(workload, Way::Naive),
+        ) && naive.messages_per_s > 0.0
+        {
+            let ratio = ours.messages_per_s / naive.messages_per_s;
+            goals.push(Goal {
+                goal: format!("{workload}: recording >= {at_least}x the naive recorder"),
+                measured: format!("{ratio:.2}x"),
+                met: ratio >= at_least,
+            });
+        }
+    }
+    let latency = |workload: &str, way: Way| {
+        find(workload, way).and_then(|m| Some((m.p50_us?, m.p99_us?)))
+    };
+    if let (Some((_, ours)), Some((_, relay))) = (
+        latency("tools", Way::ProxyRecording),
+        latency("tools", Way::Relay),
+    ) {
+        goals.push(Goal {
+            goal: "tools: permission round trip p99 <= 3x the relay's".into(),
+            measured: format!("{ours:.0} vs {relay:.0} µs"),
+            met: ours <= 3.0 * relay,
+        });
+    }
+    if let (Some((p50, p99)), Some((relay50, relay99))) = (
+        latency("ping-pong", Way::ProxyRecording),
+        latency("ping-pong", Way::Relay),
+    ) {
+        goals.push(Goal {
+            goal: "ping-pong: p50 <= the relay's + 15 µs".into(),
+            measured: format!("{p50:.0} vs {relay50:.0} µs"),
+            met: p50 <= relay50 + 15.0,
+        });
+        goals.push(Goal {
+            goal: "ping-pong: p99 <= 3x the relay's".into(),
+            measured: format!("{p99:.0} vs {relay99:.0} µs"),
+            met: p99 <= 3.0 * relay99,
+        });
+    }
+    for workload in ["stream 1 KiB", "tools"] {
+        if let Some(rss) = find(workload, Way::ProxyRecording).and_then(|m| m.proxy_peak_rss_mib) {
+            goals.push(Goal {
+                goal: format!("{workload}: recording peak RSS <= 48 MiB"),
+                measured: format!("{rss:.1} MiB"),
+                met: rss <= 48.0,
+            });
+        }
+    }
+    if let Some(m) = report
+        .measurements
+        .iter()
+        .find(|m| m.workload.starts_with("big line") && m.way == Way::ProxyRecording)
+        && let Some(rss) = m.proxy_peak_rss_mib
+    {
+        // One line each way at once: both are in flight.
+        let in_flight = m.mb_per_s * 1e6 * m.seconds / (1024.0 * 1024.0);
+        goals.push(Goal {
+            goal: format!("{}: recording peak RSS <= 1.25x in flight", m.workload),
+            measured: format!("{rss:.0} MiB for {in_flight:.0} MiB"),
+            met: rss <= 1.25 * in_flight,
+        });
+    }
+    goals
 }
 
 pub fn render(report: &BenchReport) -> String {
@@ -1374,6 +1490,18 @@ pub fn render(report: &BenchReport) -> String {
             "acptap recording / naive recorder (messages per second): {}\n",
             against_naive.join(", ")
         ));
+    }
+    let goals = goals(report);
+    if !goals.is_empty() && !report.quick {
+        out.push_str("\nGOAL (issue 12)                                            MEASURED                 MET\n");
+        for goal in &goals {
+            out.push_str(&format!(
+                "{:<58} {:<24} {}\n",
+                goal.goal,
+                goal.measured,
+                if goal.met { "yes" } else { "NO" }
+            ));
+        }
     }
     if let Some(conductor) = &report.conductor {
         let sizes: Vec<String> = conductor

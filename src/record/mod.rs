@@ -42,6 +42,34 @@ pub const MAX_BATCH: usize = 1000;
 /// Line bytes written in one transaction at most: what the recorder holds beyond its queue.
 const MAX_BATCH_BYTES: usize = 4 * 1024 * 1024;
 
+/// Once a line is waiting, the recorder waits this much longer for more before it writes, unless
+/// a whole batch is there first. Under interactive load (a turn of a few lines, then a wait for
+/// the model or the user) this makes one commit of many turns instead of one per turn: a commit
+/// costs the same few page writes however few lines it holds. It is also the most a reader of the
+/// database (`acptap tail`) waits for a line beyond what SQLite itself takes.
+const COMMIT_DELAY: Duration = Duration::from_millis(10);
+
+/// How much the recorder and checkpointer threads yield to the forwarding threads when they
+/// share a CPU: a `nice` increment, as `nice(1)` takes it. Recording is never on the data path,
+/// so it runs when forwarding has nothing to do; if it falls [`RECORD_BUFFER_BYTES`] behind,
+/// forwarding waits for it, so nothing is lost.
+const RECORDER_NICENESS: libc::c_int = 10;
+
+/// Lowers this thread's scheduling priority by [`RECORDER_NICENESS`] (Linux takes a thread id for
+/// `PRIO_PROCESS`). Failing that changes nothing but latency, so it is not an error.
+fn yield_to_forwarding() {
+    // SAFETY: plain system calls on this thread's own id.
+    unsafe {
+        let thread = libc::gettid();
+        let current = libc::getpriority(libc::PRIO_PROCESS, thread as libc::id_t);
+        libc::setpriority(
+            libc::PRIO_PROCESS,
+            thread as libc::id_t,
+            current.saturating_add(RECORDER_NICENESS).min(19),
+        );
+    }
+}
+
 /// A batch that keeps failing because the database is locked is retried this often.
 const RETRY_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -137,6 +165,10 @@ impl RecorderHandle {
         size: i64,
         annotation: Annotation,
     ) {
+        if !self.enabled {
+            return;
+        }
+        let raw = compact(&raw);
         self.queue.push_numbered(raw.len(), |number| {
             Item::Line(Line {
                 seq: number as i64,
@@ -159,19 +191,49 @@ impl RecorderHandle {
             return;
         }
         let size = lines.iter().map(|(line, _)| line.len()).sum();
+        let mut copy = bytes::BytesMut::new();
+        let compacted = (size < COMPACT_BELOW).then(|| {
+            copy.reserve(size);
+            for (line, _) in lines {
+                copy.extend_from_slice(line);
+            }
+            copy.freeze()
+        });
+        let mut offset = 0;
         self.queue
             .push_numbered_batch(size, lines.len(), |number, index| {
                 let (raw, annotation) = &lines[index];
+                let raw = match &compacted {
+                    Some(all) => all.slice(offset..offset + raw.len()),
+                    None => compact(raw),
+                };
+                offset += raw.len();
                 Item::Line(Line {
                     seq: number as i64,
                     ts,
                     direction,
                     size: raw.len() as i64,
                     truncated: false,
-                    raw: raw.clone(),
+                    raw,
                     annotation: annotation.clone(),
                 })
             });
+    }
+}
+
+/// Lines shorter than this are copied before they are queued. A line read from a pipe shares the
+/// framer's read buffer (64 KiB, or as large as the longest line read so far); queued as it is,
+/// a 60-byte line would keep that whole buffer alive while it waits, and the queue's byte budget
+/// would bound nothing (seen: 20,000 queued round trips held 900 MiB). A longer line is most of
+/// its buffer, so it is shared.
+const COMPACT_BELOW: usize = 1024 * 1024;
+
+/// `line`, in an allocation of its own unless it is long (see [`COMPACT_BELOW`]).
+fn compact(line: &Bytes) -> Bytes {
+    if line.len() < COMPACT_BELOW {
+        Bytes::copy_from_slice(line)
+    } else {
+        line.clone()
     }
 }
 
@@ -202,7 +264,10 @@ impl Recorder {
             let queue = queue.clone();
             std::thread::Builder::new()
                 .name("acptap-recorder".into())
-                .spawn(move || run(destination, redactor, start, &queue))
+                .spawn(move || {
+                    yield_to_forwarding();
+                    run(destination, redactor, start, &queue)
+                })
                 .expect("spawn the recorder thread")
         };
         Recorder {
@@ -307,7 +372,8 @@ fn run(
     let mut retrying = false;
     loop {
         let timeout = retrying.then_some(RETRY_INTERVAL);
-        if !queue.pop_batch(MAX_BATCH, MAX_BATCH_BYTES, &mut batch, timeout) {
+        let linger = if retrying { Duration::ZERO } else { COMMIT_DELAY };
+        if !queue.pop_batch_lingering(MAX_BATCH, MAX_BATCH_BYTES, &mut batch, timeout, linger) {
             break;
         }
         for item in batch.drain(..) {
@@ -436,6 +502,7 @@ impl Checkpointer {
         let thread = std::thread::Builder::new()
             .name("acptap-checkpoint".into())
             .spawn(move || {
+                yield_to_forwarding();
                 let Ok(store) = Store::open(&path) else {
                     return;
                 };

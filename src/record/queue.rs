@@ -9,6 +9,13 @@
 //!
 //! The byte budget is why this is not `std::sync::mpsc::sync_channel`: a bound on the number of
 //! items would let a few huge lines take gigabytes.
+//!
+//! # Wake-ups cost the session
+//!
+//! A push wakes the consumer only when it waits for that push: when it waits for any item, or,
+//! while it lingers to fill a batch ([`ByteBoundedQueue::pop_batch_lingering`]), when the batch
+//! is full. A pop wakes producers only when one waits for room. On a busy machine every futex
+//! wake is a system call and often a context switch taken from the session's threads.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
@@ -36,6 +43,31 @@ struct State<T> {
     closed: bool,
     /// Items ever pushed: numbers items in queue order.
     pushed: u64,
+    /// What the consumer waits for, if it waits.
+    consumer: Consumer,
+    /// Producers waiting for room.
+    producers_waiting: usize,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Consumer {
+    Busy,
+    /// Waits for any item.
+    WaitsForAny,
+    /// Lingers until this many items or bytes are queued.
+    WaitsForBatch { items: usize, bytes: usize },
+}
+
+impl<T> State<T> {
+    fn consumer_wants_wake(&self) -> bool {
+        match self.consumer {
+            Consumer::Busy => false,
+            Consumer::WaitsForAny => !self.items.is_empty(),
+            Consumer::WaitsForBatch { items, bytes } => {
+                self.items.len() >= items || self.bytes >= bytes
+            }
+        }
+    }
 }
 
 impl<T: ByteSize> ByteBoundedQueue<T> {
@@ -46,6 +78,8 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
                 bytes: 0,
                 closed: false,
                 pushed: 0,
+                consumer: Consumer::Busy,
+                producers_waiting: 0,
             }),
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
@@ -78,7 +112,13 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
     ) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while !state.items.is_empty() && state.bytes + size > self.capacity {
+            // A lingering consumer must not wait for a batch that no longer fits.
+            if state.consumer != Consumer::Busy {
+                self.not_empty.notify_one();
+            }
+            state.producers_waiting += 1;
             state = self.not_full.wait(state).unwrap_or_else(|e| e.into_inner());
+            state.producers_waiting -= 1;
         }
         for index in 0..count {
             let item = make(state.pushed, index);
@@ -86,8 +126,11 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
             state.bytes += item.size();
             state.items.push_back(item);
         }
+        let wake = state.consumer_wants_wake();
         drop(state);
-        self.not_empty.notify_one();
+        if wake {
+            self.not_empty.notify_one();
+        }
     }
 
     /// No more items will be pushed; `pop_batch` returns what is left, then nothing.
@@ -106,8 +149,23 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
         into: &mut Vec<T>,
         timeout: Option<Duration>,
     ) -> bool {
+        self.pop_batch_lingering(max, max_bytes, into, timeout, Duration::ZERO)
+    }
+
+    /// [`pop_batch`](Self::pop_batch), but once there is an item, waits up to `linger` more for a
+    /// full batch (`max` items or `max_bytes`), so that a trickle of lines is taken as one batch
+    /// rather than one wake-up and one commit per line.
+    pub fn pop_batch_lingering(
+        &self,
+        max: usize,
+        max_bytes: usize,
+        into: &mut Vec<T>,
+        timeout: Option<Duration>,
+        linger: Duration,
+    ) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.consumer = Consumer::WaitsForAny;
         while state.items.is_empty() && !state.closed {
             state = match deadline {
                 None => self
@@ -117,6 +175,7 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
                 Some(deadline) => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
+                        state.consumer = Consumer::Busy;
                         return true;
                     }
                     self.not_empty
@@ -127,8 +186,28 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
             };
         }
         if state.items.is_empty() {
+            state.consumer = Consumer::Busy;
             return false;
         }
+        if !linger.is_zero() {
+            let until = Instant::now() + linger;
+            state.consumer = Consumer::WaitsForBatch {
+                items: max,
+                bytes: max_bytes,
+            };
+            while !state.consumer_wants_wake() && !state.closed && state.producers_waiting == 0 {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                state = self
+                    .not_empty
+                    .wait_timeout(state, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+        }
+        state.consumer = Consumer::Busy;
         let mut taken = 0;
         while into.len() < max
             && taken < max_bytes
@@ -138,8 +217,11 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
             into.push(item);
         }
         state.bytes -= taken;
+        let producers_waiting = state.producers_waiting > 0;
         drop(state);
-        self.not_full.notify_all();
+        if producers_waiting {
+            self.not_full.notify_all();
+        }
         true
     }
 }

@@ -20,9 +20,18 @@ use crate::protocol::toolcall::UpdateKind;
 /// (it is then retried): several acptap processes may record into one file.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The recorder checkpoints itself only when the log passes this many pages (16 MiB); by then
-/// the checkpointer thread has copied almost all of it, so it is cheap.
-const RECORDER_AUTOCHECKPOINT_PAGES: i64 = 4096;
+/// The recorder checkpoints itself only when the log passes this many bytes; by then the
+/// checkpointer thread has copied almost all of it, so it is cheap.
+const RECORDER_AUTOCHECKPOINT_BYTES: i64 = 16 * 1024 * 1024;
+
+/// Other connections (the inspection commands) checkpoint when the log passes this many bytes.
+const AUTOCHECKPOINT_BYTES: i64 = 32 * 1024 * 1024;
+
+/// The page size of a new database. 16 KiB rather than SQLite's 4 KiB: a recorded line is often
+/// a kilobyte or more, and with larger pages the recorder does fewer page splits, WAL frames and
+/// page-cache lookups per line (issue 12's profile: 5.8 -> 2.9 µs per 1 KiB line). An existing
+/// database keeps the page size it was made with.
+const NEW_DATABASE_PAGE_SIZE: i64 = 16 * 1024;
 
 /// Every migration, in order. A new file in `migrations/` must be added here; a unit test checks
 /// that none is missing.
@@ -32,6 +41,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0003_replay.sql"),
     include_str!("../../migrations/0004_policy_input.sql"),
     include_str!("../../migrations/0005_proxy_identity.sql"),
+    include_str!("../../migrations/0006_lean_message_indexes.sql"),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -172,13 +182,15 @@ impl Store {
         busy: Duration,
     ) -> Result<Store, Box<dyn std::error::Error + Send + Sync>> {
         conn.busy_timeout(busy)?;
+        // Only takes effect on a file that has no page yet (a new database).
+        conn.pragma_update(None, "page_size", NEW_DATABASE_PAGE_SIZE)?;
         // WAL lets readers and one writer work at once; NORMAL is durable across a crash of
         // acptap (not of the machine), which is what a recording needs.
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         // An 8 MiB page cache (the default 2 MiB thrashes on indexes) and fewer, larger checkpoints.
         conn.pragma_update(None, "cache_size", -8_192)?;
-        conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
+        conn.pragma_update(None, "wal_autocheckpoint", pages(&conn, AUTOCHECKPOINT_BYTES)?)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if found > schema_version() {
@@ -292,7 +304,11 @@ impl Store {
     /// would grow for as long as the session is busy.
     pub fn checkpoint_rarely(&self) -> Result<(), StoreError> {
         self.conn
-            .pragma_update(None, "wal_autocheckpoint", RECORDER_AUTOCHECKPOINT_PAGES)?;
+            .pragma_update(
+                None,
+                "wal_autocheckpoint",
+                pages(&self.conn, RECORDER_AUTOCHECKPOINT_BYTES)?,
+            )?;
         Ok(())
     }
 
@@ -323,6 +339,12 @@ impl Store {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// How many of this database's pages make `bytes`.
+fn pages(conn: &Connection, bytes: i64) -> rusqlite::Result<i64> {
+    let page_size: i64 = conn.pragma_query_value(None, "page_size", |r| r.get(0))?;
+    Ok(bytes / page_size.max(512))
 }
 
 /// The schema version this acptap writes and reads (SQLite's `user_version`).
