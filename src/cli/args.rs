@@ -194,6 +194,9 @@ pub struct BenchArgs {
     /// replay`) on a database it builds: 3 sessions of 20,000 tool turns (`--quick`: 1 of 500).
     #[arg(long)]
     pub read: bool,
+    /// Run only the workloads whose name contains TEXT (`stream`, `1 KiB`, `tools`, ...).
+    #[arg(long, value_name = "TEXT")]
+    pub only: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

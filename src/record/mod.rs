@@ -372,7 +372,11 @@ fn run(
     let mut retrying = false;
     loop {
         let timeout = retrying.then_some(RETRY_INTERVAL);
-        let linger = if retrying { Duration::ZERO } else { COMMIT_DELAY };
+        let linger = if retrying {
+            Duration::ZERO
+        } else {
+            COMMIT_DELAY
+        };
         if !queue.pop_batch_lingering(MAX_BATCH, MAX_BATCH_BYTES, &mut batch, timeout, linger) {
             break;
         }

@@ -55,7 +55,10 @@ enum Consumer {
     /// Waits for any item.
     WaitsForAny,
     /// Lingers until this many items or bytes are queued.
-    WaitsForBatch { items: usize, bytes: usize },
+    WaitsForBatch {
+        items: usize,
+        bytes: usize,
+    },
 }
 
 impl<T> State<T> {

@@ -9,7 +9,9 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, Transaction, params};
+use std::fmt::Write as _;
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use rusqlite_migration::{M, Migrations};
 use serde_json::Value;
 
@@ -129,7 +131,16 @@ pub struct MessageRow {
 
 pub struct Store {
     conn: Connection,
+    /// The row ids of tool calls this store has written or looked up, so that an update costs
+    /// one UPDATE by id. Bounded: past [`MAX_KNOWN_TOOL_CALLS`] it starts over, and an unknown
+    /// call is looked up by its key.
+    tool_call_rows: ToolCallRows,
 }
+
+/// (connection, session, tool call id) -> `tool_calls.id`.
+type ToolCallRows = std::collections::HashMap<(i64, String, String), i64>;
+
+const MAX_KNOWN_TOOL_CALLS: usize = 10_000;
 
 impl Store {
     /// Opens the database at `path` for recording, creating it (mode 0600, its directory 0700)
@@ -190,8 +201,16 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         // An 8 MiB page cache (the default 2 MiB thrashes on indexes) and fewer, larger checkpoints.
         conn.pragma_update(None, "cache_size", -8_192)?;
-        conn.pragma_update(None, "wal_autocheckpoint", pages(&conn, AUTOCHECKPOINT_BYTES)?)?;
+        conn.pragma_update(
+            None,
+            "wal_autocheckpoint",
+            pages(&conn, AUTOCHECKPOINT_BYTES)?,
+        )?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // The schema's one CHECK (`messages.direction IN (...)`) makes SQLite build a temporary
+        // b-tree for every inserted line (a tenth of the recorder's time); acptap writes that
+        // column from its own enum, so the check can never fail here.
+        conn.pragma_update(None, "ignore_check_constraints", "ON")?;
         let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if found > schema_version() {
             return Err(format!(
@@ -216,7 +235,12 @@ impl Store {
             }
             other => Box::<dyn std::error::Error + Send + Sync>::from(other.to_string()),
         })?;
-        Ok(Store { conn })
+        // The recorder's statements differ by the columns an update changes: keep them all.
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(Store {
+            conn,
+            tool_call_rows: ToolCallRows::new(),
+        })
     }
 
     /// Waits for another process's lock as long as a recorder does (after [`Store::open_waiting`]).
@@ -303,12 +327,11 @@ impl Store {
     /// (concurrent checkpoints never catch up with a busy writer), so without it the WAL file
     /// would grow for as long as the session is busy.
     pub fn checkpoint_rarely(&self) -> Result<(), StoreError> {
-        self.conn
-            .pragma_update(
-                None,
-                "wal_autocheckpoint",
-                pages(&self.conn, RECORDER_AUTOCHECKPOINT_BYTES)?,
-            )?;
+        self.conn.pragma_update(
+            None,
+            "wal_autocheckpoint",
+            pages(&self.conn, RECORDER_AUTOCHECKPOINT_BYTES)?,
+        )?;
         Ok(())
     }
 
@@ -327,13 +350,33 @@ impl Store {
         connection_id: i64,
         rows: &[MessageRow],
     ) -> Result<(), StoreError> {
+        let result = self.write_batch_once(connection_id, rows);
+        if result.is_err() {
+            // Rows inserted by the failed transaction are gone: forget their ids.
+            self.tool_call_rows.clear();
+        }
+        result
+    }
+
+    fn write_batch_once(
+        &mut self,
+        connection_id: i64,
+        rows: &[MessageRow],
+    ) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for row in rows {
             let message_id = insert_message(&tx, connection_id, row)?;
             for fact in &row.facts {
-                store_fact(&tx, connection_id, row, message_id, fact)?;
+                store_fact(
+                    &tx,
+                    &mut self.tool_call_rows,
+                    connection_id,
+                    row,
+                    message_id,
+                    fact,
+                )?;
             }
         }
         tx.commit()?;
@@ -434,6 +477,7 @@ fn json(value: &Option<Value>) -> Option<String> {
 
 fn store_fact(
     tx: &Transaction,
+    tool_call_rows: &mut ToolCallRows,
     connection_id: i64,
     row: &MessageRow,
     message_id: i64,
@@ -558,32 +602,74 @@ fn store_fact(
                 "rawOutput",
             ]
             .map(column);
-            let tool_call_row: i64 = tx
-                .prepare_cached(
-                    "INSERT INTO tool_calls (connection_id, session_id, tool_call_id, title, kind, status,
-                         content, locations, raw_input, raw_output, created_by, first_seen_at,
-                         last_updated_at, update_count)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, 1)
-                     ON CONFLICT (connection_id, session_id, tool_call_id) DO UPDATE SET
-                         title = CASE WHEN ?13 THEN excluded.title ELSE title END,
-                         kind = CASE WHEN ?14 THEN excluded.kind ELSE kind END,
-                         status = CASE WHEN ?15 THEN excluded.status ELSE status END,
-                         content = CASE
-                             WHEN ?20 IS NOT NULL THEN json_insert(
-                                 CASE WHEN content IS NULL THEN '[]'
-                                      WHEN json_type(content) = 'array' THEN content
-                                      ELSE json_array(json(content)) END,
-                                 '$[#]', json(?20))
-                             WHEN ?16 THEN excluded.content ELSE content END,
-                         locations = CASE WHEN ?17 THEN excluded.locations ELSE locations END,
-                         raw_input = CASE WHEN ?18 THEN excluded.raw_input ELSE raw_input END,
-                         raw_output = CASE WHEN ?19 THEN excluded.raw_output ELSE raw_output END,
-                         last_updated_at = excluded.last_updated_at,
-                         update_count = update_count + 1
-                     RETURNING id",
-                )?
-                .query_row(
-                    params![
+            let key = (connection_id, session_id.clone(), tool_call_id.clone());
+            let known = match tool_call_rows.get(&key) {
+                Some(&id) => Some(id),
+                None => tx
+                    .prepare_cached(
+                        "SELECT id FROM tool_calls
+                         WHERE connection_id = ?1 AND session_id = ?2 AND tool_call_id = ?3",
+                    )?
+                    .query_row(params![connection_id, session_id, tool_call_id], |r| {
+                        r.get(0)
+                    })
+                    .optional()?,
+            };
+            // An update is one UPDATE by row id of the columns that changed: no upsert, whose
+            // conflict handling and RETURNING cost SQLite a statement journal and a temporary
+            // table per line (a third of the recorder's time on a tool-heavy session).
+            let updated = match known {
+                Some(id) => {
+                    let mut sql = String::from("UPDATE tool_calls SET ");
+                    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+                    let columns = [
+                        ("title", &title),
+                        ("kind", &kind),
+                        ("status", &status_col),
+                        ("content", &content),
+                        ("locations", &locations),
+                        ("raw_input", &raw_input),
+                        ("raw_output", &raw_output),
+                    ];
+                    for (name, (changed, value)) in columns {
+                        if *changed {
+                            values.push(value);
+                            let _ = write!(sql, "{name} = ?{}, ", values.len());
+                        }
+                    }
+                    if let Some(chunk) = &chunk {
+                        values.push(chunk);
+                        let _ = write!(
+                            sql,
+                            "content = json_insert(CASE WHEN content IS NULL THEN '[]'
+                                 WHEN json_type(content) = 'array' THEN content
+                                 ELSE json_array(json(content)) END, '$[#]', json(?{})), ",
+                            values.len()
+                        );
+                    }
+                    values.push(&row.ts);
+                    values.push(&id);
+                    let _ = write!(
+                        sql,
+                        "last_updated_at = ?{}, update_count = update_count + 1 WHERE id = ?{}",
+                        values.len() - 1,
+                        values.len()
+                    );
+                    // Zero rows: the row went (another process pruned it); it is written anew.
+                    (tx.prepare_cached(&sql)?.execute(&values[..])? == 1).then_some(id)
+                }
+                None => None,
+            };
+            let tool_call_row = match updated {
+                Some(id) => id,
+                None => {
+                    tx.prepare_cached(
+                        "INSERT INTO tool_calls (connection_id, session_id, tool_call_id, title,
+                             kind, status, content, locations, raw_input, raw_output, created_by,
+                             first_seen_at, last_updated_at, update_count)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, 1)",
+                    )?
+                    .execute(params![
                         connection_id,
                         session_id,
                         tool_call_id,
@@ -596,17 +682,14 @@ fn store_fact(
                         raw_output.1,
                         how.as_str(),
                         row.ts,
-                        title.0,
-                        kind.0,
-                        status_col.0,
-                        content.0,
-                        locations.0,
-                        raw_input.0,
-                        raw_output.0,
-                        chunk,
-                    ],
-                    |r| r.get(0),
-                )?;
+                    ])?;
+                    tx.last_insert_rowid()
+                }
+            };
+            if tool_call_rows.len() >= MAX_KNOWN_TOOL_CALLS {
+                tool_call_rows.clear();
+            }
+            tool_call_rows.insert(key, tool_call_row);
             if !changed.is_empty() {
                 tx.prepare_cached(
                     "INSERT INTO tool_call_events (tool_call_row, message_id, ts, update_kind, changed, status)

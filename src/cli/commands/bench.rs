@@ -18,7 +18,7 @@ pub(in crate::cli) fn bench(args: BenchArgs, _config: &Config) -> anyhow::Result
             1
         });
     }
-    let report = crate::bench::run(args.quick, args.conductor.as_deref())?;
+    let report = crate::bench::run(args.quick, args.conductor.as_deref(), args.only.as_deref())?;
     if args.json {
         print_json(&report)?;
     } else {
