@@ -212,6 +212,10 @@ pub struct ReportArgs {
     /// The HTML file to write [default: acptap-<session>.html in the current directory]
     #[arg(short, long, value_name = "FILE.html")]
     pub output: Option<PathBuf>,
+    /// The turns to show, numbered from 1: `FROM-TO`, `FROM-` (to the end) or `all`. A longer
+    /// session is paged: the page says which turns it shows and how to get the others.
+    #[arg(long, value_name = "FROM-TO", default_value = "1-1000", value_parser = parse_turns)]
+    pub turns: std::ops::Range<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -438,6 +442,27 @@ pub(crate) fn parse_interval(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(interval)
+}
+
+/// Turns numbered from 1, `FROM-TO` (inclusive), `FROM-` or `all`, as a range from 0.
+pub(crate) fn parse_turns(text: &str) -> Result<std::ops::Range<usize>, String> {
+    let text = text.trim();
+    if text == "all" {
+        return Ok(0..usize::MAX);
+    }
+    let usage = || format!("`{text}` is not a range of turns: write e.g. 1-1000, 2001- or all");
+    let (from, to) = text.split_once('-').ok_or_else(usage)?;
+    let from: usize = from.trim().parse().map_err(|_| usage())?;
+    let to: usize = match to.trim() {
+        "" => usize::MAX,
+        to => to.parse().map_err(|_| usage())?,
+    };
+    if from == 0 || to < from {
+        return Err(format!(
+            "`{text}` is not a range of turns: turns are numbered from 1, and FROM must not be after TO"
+        ));
+    }
+    Ok(from - 1..to)
 }
 
 /// A replay speed: from 0.001 (a thousand times slower than recorded) to 1,000,000.

@@ -2,7 +2,7 @@
 //! its tool calls (final status and duration) and every permission decision, in the order they
 //! happened.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -15,6 +15,8 @@ use crate::record::queries::{self, PermissionRow, SessionRef, SessionSummary, To
 #[derive(Debug, Serialize)]
 pub struct Timeline {
     pub session: SessionSummary,
+    /// The session's turns, of which `turns` may be a page.
+    pub total_turns: usize,
     pub turns: Vec<TurnView>,
 }
 
@@ -51,15 +53,53 @@ pub enum Item {
 }
 
 pub fn timeline(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Timeline> {
+    timeline_of_turns(reader, session, 0..usize::MAX)
+}
+
+/// The timeline of the turns numbered `turns` (from 0) only: what a page of a long session
+/// shows. The lines, tool calls and permission requests of other turns are not read.
+pub fn timeline_of_turns(
+    reader: &Reader,
+    session: &SessionRef,
+    turns: std::ops::Range<usize>,
+) -> rusqlite::Result<Timeline> {
     let summary = queries::session_summary_of(reader, session)?;
-    let turns = queries::turns(reader, session)?;
-    let tool_calls: HashMap<String, ToolCallRow> = queries::session_tool_calls(reader, session)?
-        .into_iter()
-        .map(|t| (t.tool_call_id.clone(), t))
+    let all_turns = queries::turns(reader, session)?;
+    let total_turns = all_turns.len();
+    let first = turns.start.min(total_turns);
+    let end = turns.end.clamp(first, total_turns);
+    let turns = &all_turns[first..end];
+    // The lines of these turns: from the first one's prompt to the next turn's.
+    let seqs = match (turns.first(), all_turns.get(end)) {
+        (Some(t), Some(next)) => t.request_seq..next.request_seq,
+        (Some(t), None) => t.request_seq..i64::MAX,
+        (None, _) => 0..0,
+    };
+    let wanted = (first > 0 || end < total_turns)
+        .then(|| queries::tool_call_ids_between(reader, session, seqs.clone()))
+        .transpose()?;
+    let mut tool_calls: HashMap<String, ToolCallRow> = HashMap::new();
+    let filter = queries::ToolFilter {
+        session: Some(session.clone()),
+        ..queries::ToolFilter::default()
+    };
+    queries::for_each_tool_call(reader, &filter, |call| {
+        if wanted
+            .as_ref()
+            .is_none_or(|w| w.contains(&call.tool_call_id))
+        {
+            tool_calls.insert(call.tool_call_id.clone(), call);
+        }
+    })?;
+    // Titles stay at hand for permission requests after their call moved into the timeline.
+    let titles: HashMap<String, Option<String>> = tool_calls
+        .values()
+        .map(|c| (c.tool_call_id.clone(), c.title.clone()))
         .collect();
     let mut permissions: HashMap<i64, PermissionRow> =
         queries::permission_requests(reader, session)?
             .into_iter()
+            .filter(|p| seqs.contains(&p.request_seq))
             .map(|p| (p.request_seq, p))
             .collect();
 
@@ -67,7 +107,7 @@ pub fn timeline(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Timel
         .iter()
         .enumerate()
         .map(|(i, t)| TurnView {
-            index: i + 1,
+            index: first + i + 1,
             prompt: String::new(),
             started_at: t.started_at,
             duration_us: t.duration_us,
@@ -77,14 +117,14 @@ pub fn timeline(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Timel
             items: Vec::new(),
         })
         .collect();
-    let mut shown_calls = HashSet::new();
-    for line in queries::session_lines(reader, session)? {
-        // A line belongs to the last turn that started before it.
-        let Some(turn) = turns.iter().rposition(|t| t.request_seq <= line.seq) else {
-            continue;
+    queries::for_each_session_line(reader, session, seqs, |line| {
+        // A line belongs to the last turn that started before it (turns are in seq order).
+        let turn = turns.partition_point(|t| t.request_seq <= line.seq);
+        let Some(turn) = turn.checked_sub(1) else {
+            return;
         };
         let Ok(value) = serde_json::from_slice::<Value>(&line.raw) else {
-            continue;
+            return;
         };
         let view = &mut views[turn];
         let params = value.get("params");
@@ -94,7 +134,7 @@ pub fn timeline(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Timel
             }
             ("a2c", Some("session/update")) => {
                 let Some(update) = params.and_then(|p| p.get("update")) else {
-                    continue;
+                    return;
                 };
                 let tag = update
                     .get("sessionUpdate")
@@ -127,7 +167,7 @@ pub fn timeline(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Timel
                     }),
                     _ => {
                         let id = update.get("toolCallId").and_then(Value::as_str);
-                        show_tool_call(view, id, &tool_calls, &mut shown_calls);
+                        show_tool_call(view, id, &mut tool_calls);
                     }
                 }
             }
@@ -136,33 +176,31 @@ pub fn timeline(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Timel
                     .and_then(|p| p.get("toolCall"))
                     .and_then(|t| t.get("toolCallId"))
                     .and_then(Value::as_str);
-                show_tool_call(view, id, &tool_calls, &mut shown_calls);
+                let title = id.and_then(|id| titles.get(id).cloned()).flatten();
+                show_tool_call(view, id, &mut tool_calls);
                 if let Some(request) = permissions.remove(&line.seq) {
-                    let title = id
-                        .and_then(|id| tool_calls.get(id))
-                        .and_then(|t| t.title.clone());
                     view.items.push(Item::Permission { title, request });
                 }
             }
             _ => {}
         }
-    }
+    })?;
     Ok(Timeline {
         session: summary,
+        total_turns,
         turns: views,
     })
 }
 
+/// Shows tool call `id` where it is first mentioned: it moves from `tool_calls` into the turn, so
+/// each call is held once.
 fn show_tool_call(
     view: &mut TurnView,
     id: Option<&str>,
-    tool_calls: &HashMap<String, ToolCallRow>,
-    shown: &mut HashSet<String>,
+    tool_calls: &mut HashMap<String, ToolCallRow>,
 ) {
-    if let Some(call) = id.and_then(|id| tool_calls.get(id))
-        && shown.insert(call.tool_call_id.clone())
-    {
-        view.items.push(Item::ToolCall(call.clone()));
+    if let Some(call) = id.and_then(|id| tool_calls.remove(id)) {
+        view.items.push(Item::ToolCall(call));
     }
 }
 

@@ -341,9 +341,20 @@ pub struct ToolFilter {
 }
 
 pub fn tool_calls(reader: &Reader, filter: &ToolFilter) -> rusqlite::Result<Vec<ToolCallRow>> {
+    let mut calls = Vec::new();
+    for_each_tool_call(reader, filter, |call| calls.push(call))?;
+    Ok(calls)
+}
+
+/// The tool calls `filter` selects, each handed to `each` as it is read.
+pub fn for_each_tool_call(
+    reader: &Reader,
+    filter: &ToolFilter,
+    mut each: impl FnMut(ToolCallRow),
+) -> rusqlite::Result<()> {
     let conn = reader.conn();
     let session = filter.session.as_ref();
-    conn.prepare(
+    let mut statement = conn.prepare(
         "SELECT k.connection_id, k.session_id, k.tool_call_id, k.title, k.kind, k.status, k.content,
                 k.locations, k.raw_input, k.raw_output, k.created_by, k.first_seen_at,
                 k.last_updated_at, k.update_count,
@@ -353,35 +364,33 @@ pub fn tool_calls(reader: &Reader, filter: &ToolFilter) -> rusqlite::Result<Vec<
          WHERE (?1 IS NULL OR k.connection_id = ?1) AND (?2 IS NULL OR k.session_id = ?2)
            AND (?3 IS NULL OR k.status = ?3) AND (?4 IS NULL OR k.kind = ?4)
          ORDER BY k.first_seen_at, k.id",
-    )?
-    .query_map(
-        params![
-            session.map(|s| s.connection_id),
-            session.map(|s| &s.session_id),
-            filter.status,
-            filter.kind
-        ],
-        |r| {
-            Ok(ToolCallRow {
-                connection_id: r.get(0)?,
-                session_id: r.get(1)?,
-                tool_call_id: r.get(2)?,
-                title: r.get(3)?,
-                kind: r.get(4)?,
-                status: r.get(5)?,
-                content: parse_json(r.get(6)?),
-                locations: parse_json(r.get(7)?),
-                raw_input: parse_json(r.get(8)?),
-                raw_output: parse_json(r.get(9)?),
-                created_by: r.get(10)?,
-                first_seen_at: r.get(11)?,
-                last_updated_at: r.get(12)?,
-                update_count: r.get(13)?,
-                first_seq: r.get(14)?,
-            })
-        },
-    )?
-    .collect()
+    )?;
+    let mut rows = statement.query(params![
+        session.map(|s| s.connection_id),
+        session.map(|s| &s.session_id),
+        filter.status,
+        filter.kind
+    ])?;
+    while let Some(r) = rows.next()? {
+        each(ToolCallRow {
+            connection_id: r.get(0)?,
+            session_id: r.get(1)?,
+            tool_call_id: r.get(2)?,
+            title: r.get(3)?,
+            kind: r.get(4)?,
+            status: r.get(5)?,
+            content: parse_json(r.get(6)?),
+            locations: parse_json(r.get(7)?),
+            raw_input: parse_json(r.get(8)?),
+            raw_output: parse_json(r.get(9)?),
+            created_by: r.get(10)?,
+            first_seen_at: r.get(11)?,
+            last_updated_at: r.get(12)?,
+            update_count: r.get(13)?,
+            first_seq: r.get(14)?,
+        });
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -445,25 +454,63 @@ pub struct SessionLine {
     pub raw: Vec<u8>,
 }
 
-/// The session's notifications and requests (not responses), in order.
-pub fn session_lines(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<SessionLine>> {
+/// The session's notifications and requests (not responses) with `seq` in `seqs`, in order,
+/// each handed to `each` as it is read (a session's lines can be gigabytes).
+pub fn for_each_session_line(
+    reader: &Reader,
+    session: &SessionRef,
+    seqs: std::ops::Range<i64>,
+    mut each: impl FnMut(SessionLine),
+) -> rusqlite::Result<()> {
     let conn = reader.conn();
-    conn.prepare(
+    let mut statement = conn.prepare(
         "SELECT seq, ts, direction, kind, method, raw FROM messages
-         WHERE connection_id = ?1 AND session_id = ?2 AND kind IN ('request', 'notification')
+         WHERE connection_id = ?1 AND seq >= ?3 AND seq < ?4
+           AND session_id = ?2 AND kind IN ('request', 'notification')
          ORDER BY seq",
-    )?
-    .query_map(params![session.connection_id, session.session_id], |r| {
-        Ok(SessionLine {
+    )?;
+    let mut rows = statement.query(params![
+        session.connection_id,
+        session.session_id,
+        seqs.start,
+        seqs.end
+    ])?;
+    while let Some(r) = rows.next()? {
+        each(SessionLine {
             seq: r.get(0)?,
             ts: r.get(1)?,
             direction: r.get(2)?,
             kind: r.get(3)?,
             method: r.get(4)?,
             raw: r.get(5)?,
-        })
-    })?
-    .collect()
+        });
+    }
+    Ok(())
+}
+
+/// The ids of the tool calls the session's lines with `seq` in `seqs` name.
+pub fn tool_call_ids_between(
+    reader: &Reader,
+    session: &SessionRef,
+    seqs: std::ops::Range<i64>,
+) -> rusqlite::Result<std::collections::HashSet<String>> {
+    reader
+        .conn()
+        .prepare(
+            "SELECT DISTINCT tool_call_id FROM messages
+             WHERE connection_id = ?1 AND seq >= ?3 AND seq < ?4
+               AND session_id = ?2 AND tool_call_id IS NOT NULL",
+        )?
+        .query_map(
+            params![
+                session.connection_id,
+                session.session_id,
+                seqs.start,
+                seqs.end
+            ],
+            |r| r.get(0),
+        )?
+        .collect()
 }
 
 /// A recorded permission request, with what is needed to decide it again.
@@ -593,10 +640,11 @@ pub struct MessageRow {
     pub truncated: bool,
 }
 
-/// The first `limit` lines of a connection, in order.
+/// The first `limit` lines of a connection with `seq` in `seqs`, in order.
 pub fn connection_messages(
     reader: &Reader,
     connection_id: i64,
+    seqs: std::ops::Range<i64>,
     limit: usize,
 ) -> rusqlite::Result<Vec<MessageRow>> {
     reader
@@ -604,10 +652,16 @@ pub fn connection_messages(
         .prepare(
             "SELECT seq, ts, direction, kind, method, rpc_id, size, raw, reply_to_seq, session_id,
                     origin, forwarded, truncated
-             FROM messages WHERE connection_id = ?1 ORDER BY seq LIMIT ?2",
+             FROM messages WHERE connection_id = ?1 AND seq >= ?3 AND seq < ?4
+             ORDER BY seq LIMIT ?2",
         )?
         .query_map(
-            params![connection_id, i64::try_from(limit).unwrap_or(i64::MAX)],
+            params![
+                connection_id,
+                i64::try_from(limit).unwrap_or(i64::MAX),
+                seqs.start,
+                seqs.end
+            ],
             |r| {
                 Ok(MessageRow {
                     seq: r.get(0)?,
@@ -703,10 +757,15 @@ pub fn prunable_connections(
 }
 
 /// How many lines a connection recorded.
-pub fn connection_message_count(reader: &Reader, connection_id: i64) -> rusqlite::Result<i64> {
+/// How many lines of a connection have `seq` in `seqs`.
+pub fn connection_message_count(
+    reader: &Reader,
+    connection_id: i64,
+    seqs: std::ops::Range<i64>,
+) -> rusqlite::Result<i64> {
     reader.conn().query_row(
-        "SELECT count(*) FROM messages WHERE connection_id = ?1",
-        [connection_id],
+        "SELECT count(*) FROM messages WHERE connection_id = ?1 AND seq >= ?2 AND seq < ?3",
+        params![connection_id, seqs.start, seqs.end],
         |r| r.get(0),
     )
 }

@@ -55,6 +55,13 @@ fn hostile_values_are_refused_with_a_clear_error() {
             vec!["replay", "last", "--as", "agent", "--speed", "inf"],
             "inf",
         ),
+        (vec!["report", "last", "--turns", "0-10"], "0-10"),
+        (vec!["report", "last", "--turns", "20-10"], "20-10"),
+        (vec!["report", "last", "--turns", "ten"], "ten"),
+        (
+            vec!["report", "last", "--turns", "1-99999999999999999999999"],
+            "99999999999999999999999",
+        ),
         (vec!["stats", "--since", "1.5.3h"], "1.5.3h"),
         (vec!["stats", "--since", ""], "duration"),
     ];

@@ -23,7 +23,7 @@ const CHROMIUM_LIMIT: Duration = Duration::from_secs(30);
 fn render_last(sb: &Sandbox) -> (String, String) {
     let reader = Reader::open(&sb.db()).expect("open the database");
     let session = resolve_session(&reader, "last").expect("a session");
-    let html = report::render(&reader, &session).expect("render the report");
+    let html = report::render(&reader, &session, 0..usize::MAX).expect("render the report");
     (session.session_id, html)
 }
 
@@ -666,4 +666,70 @@ fn a_long_connection_shows_its_first_lines_and_says_how_to_get_the_rest() {
         "no fold"
     );
     assert!(html.contains("acptap export long"));
+}
+
+/// A session longer than a page: the report shows the first `TURNS_PER_PAGE` turns, says which,
+/// and names the command for the next page; that page shows those turns' calls and decisions
+/// and not the first page's, and both pages run cleanly in Chromium.
+#[test]
+fn a_long_session_is_paged_and_each_page_runs_cleanly() {
+    let sb = Sandbox::new();
+    let per_page = acptap::inspect::report::TURNS_PER_PAGE;
+    let turns = per_page + per_page / 2;
+    let mut lines: Vec<(&str, String)> = vec![
+        ("c2a", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}"#.to_owned()),
+        ("a2c", r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"paged"}}"#.to_owned()),
+    ];
+    for i in 0..turns {
+        let id = 10 + i;
+        lines.push(("c2a", format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"paged","prompt":[{{"type":"text","text":"turn {i}"}}]}}}}"#)));
+        lines.push(("a2c", update("paged", json!({"sessionUpdate": "tool_call", "toolCallId": format!("call-{i}"), "title": format!("Read file-{i}.rs"), "kind": "read", "status": "completed"}))));
+        lines.push((
+            "a2c",
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#),
+        ));
+    }
+    import_lines(&sb, &lines);
+    let first = sb.path("first.html");
+    sb.acptap(&["report", "last", "-o", first.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&first).unwrap();
+    assert!(html.contains(&format!("This page shows turns 1–{per_page} of {turns}")));
+    assert!(
+        html.contains(&format!("--turns {}-{turns}", per_page + 1)),
+        "no next page"
+    );
+    assert!(
+        html.contains("Read file-0.rs") && html.contains(&format!("Read file-{}.rs", per_page - 1))
+    );
+    assert!(
+        !html.contains(&format!("Read file-{per_page}.rs")),
+        "a later turn on page 1"
+    );
+    let second = sb.path("second.html");
+    let range = format!("{}-", per_page + 1);
+    sb.acptap(&[
+        "report",
+        "last",
+        "--turns",
+        &range,
+        "-o",
+        second.to_str().unwrap(),
+    ]);
+    let next = std::fs::read_to_string(&second).unwrap();
+    assert!(
+        next.contains(&format!("Read file-{per_page}.rs"))
+            && next.contains(&format!("Read file-{}.rs", turns - 1))
+    );
+    assert!(
+        !next.contains("Read file-0.rs"),
+        "page 2 shows page 1's call"
+    );
+    assert!(
+        next.contains(&format!("Turn {}", per_page + 1)),
+        "turns keep their numbers"
+    );
+    assert!(next.contains("Previous:"));
+    for (page, what) in [(&first, "page 1"), (&second, "page 2")] {
+        assert_ran_cleanly(&load_in_chromium(page, ""), what);
+    }
 }

@@ -71,7 +71,7 @@ pub(in crate::cli) fn tools(args: ToolsArgs, _config: &Config) -> anyhow::Result
 pub(in crate::cli) fn report(args: ReportArgs, _config: &Config) -> anyhow::Result<i32> {
     let reader = args.db.read()?;
     let session = queries::resolve_session(&reader, &args.session)?;
-    let html = crate::inspect::report::render(&reader, &session)?;
+    let html = crate::inspect::report::render(&reader, &session, args.turns.clone())?;
     let path = args.output.unwrap_or_else(|| {
         let safe: String = session
             .session_id

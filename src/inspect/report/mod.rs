@@ -79,12 +79,59 @@ struct PolicyNote {
     shadow: bool,
 }
 
-/// Renders the report of one session: a complete HTML document.
-pub fn render(reader: &Reader, session: &SessionRef) -> rusqlite::Result<String> {
-    let timeline = show::timeline(reader, session)?;
-    let turns = queries::turns(reader, session)?;
-    let calls = queries::session_tool_calls(reader, session)?;
-    let permissions = queries::permission_requests(reader, session)?;
+/// How many turns one report shows by default: a page that a browser opens in a second or two.
+/// A longer session is paged (`acptap report --turns FROM-TO`).
+pub const TURNS_PER_PAGE: usize = 1_000;
+
+/// Renders the report of one session: a complete HTML document. `turns` (numbered from 0) are
+/// the turns it shows; the page's tool calls, permission requests and raw lines are those of
+/// these turns (the first page also has what came before the first turn).
+pub fn render(
+    reader: &Reader,
+    session: &SessionRef,
+    turns: std::ops::Range<usize>,
+) -> rusqlite::Result<String> {
+    let timeline = show::timeline_of_turns(reader, session, turns.clone())?;
+    let all_turns = queries::turns(reader, session)?;
+    let first = turns.start.min(all_turns.len());
+    let end = turns.end.clamp(first, all_turns.len());
+    let whole = first == 0 && end == all_turns.len();
+    // The lines of this page: from the first turn's prompt (from the start on the first page)
+    // to the next page's first prompt.
+    let seqs = (if first == 0 {
+        0
+    } else {
+        all_turns.get(first).map_or(i64::MAX, |t| t.request_seq)
+    })..all_turns.get(end).map_or(i64::MAX, |t| t.request_seq);
+    let turns = &all_turns[first..end];
+    let shown: HashSet<&str> = timeline
+        .turns
+        .iter()
+        .flat_map(|t| &t.items)
+        .filter_map(|item| match item {
+            show::Item::ToolCall(call) => Some(call.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut calls = Vec::new();
+    let filter = queries::ToolFilter {
+        session: Some(session.clone()),
+        ..queries::ToolFilter::default()
+    };
+    // The calls this page shows, and on the first page those outside any turn.
+    queries::for_each_tool_call(reader, &filter, |call| {
+        let outside = first == 0
+            && call
+                .first_seq
+                .is_none_or(|seq| all_turns.first().is_none_or(|t| seq < t.request_seq));
+        if whole || outside || shown.contains(call.tool_call_id.as_str()) {
+            calls.push(call);
+        }
+    })?;
+    let permissions: Vec<PermissionRow> = queries::permission_requests(reader, session)?
+        .into_iter()
+        .filter(|p| seqs.contains(&p.request_seq))
+        .collect();
     let notes: HashMap<i64, PolicyNote> = permissions
         .iter()
         .map(|p| {
@@ -100,8 +147,13 @@ pub fn render(reader: &Reader, session: &SessionRef) -> rusqlite::Result<String>
         .collect();
     // The raw lines of a large connection are most of a report: the first MAX_MESSAGE_ROWS are
     // shown, and the rest are one `acptap export` away.
-    let messages = queries::connection_messages(reader, session.connection_id, MAX_MESSAGE_ROWS)?;
-    let message_count = queries::connection_message_count(reader, session.connection_id)?;
+    let messages = queries::connection_messages(
+        reader,
+        session.connection_id,
+        seqs.clone(),
+        MAX_MESSAGE_ROWS,
+    )?;
+    let message_count = queries::connection_message_count(reader, session.connection_id, seqs)?;
     let (started_at, exit_signal) =
         queries::connection_start_and_signal(reader, session.connection_id)?;
 
@@ -126,12 +178,15 @@ pub fn render(reader: &Reader, session: &SessionRef) -> rusqlite::Result<String>
     );
     page.filters(&mut body, &calls, &messages);
     body.push_str("<main>\n<section id=\"timeline\"><h2>Timeline</h2>\n");
+    if !whole {
+        page.pages(&mut body, first, end, timeline.total_turns);
+    }
     if timeline.turns.is_empty() {
         body.push_str("<p class=\"empty\">No prompt turn was recorded.</p>\n");
     }
     let mut shown_calls = HashSet::new();
     let mut shown_permissions = HashSet::new();
-    for (view, turn) in timeline.turns.iter().zip(&turns) {
+    for (view, turn) in timeline.turns.iter().zip(turns) {
         page.turn(
             &mut body,
             view,
@@ -139,6 +194,9 @@ pub fn render(reader: &Reader, session: &SessionRef) -> rusqlite::Result<String>
             &mut shown_calls,
             &mut shown_permissions,
         );
+    }
+    if !whole {
+        page.pages(&mut body, first, end, timeline.total_turns);
     }
     body.push_str("</section>\n");
 
@@ -200,6 +258,32 @@ struct Page<'a> {
 }
 
 impl Page<'_> {
+    /// Which turns this page shows, and the commands for the others.
+    fn pages(&self, out: &mut String, first: usize, end: usize, total: usize) {
+        let command = |from: usize, to: usize| {
+            format!(
+                "<code>acptap report {} --turns {from}-{to}</code>",
+                esc(&self.session.session_id)
+            )
+        };
+        let _ = write!(
+            out,
+            "<p class=\"fold\">This page shows turns {}–{} of {total}; its tool calls, decisions \
+             and lines are those of these turns.",
+            first + 1,
+            end
+        );
+        if first > 0 {
+            let from = first.saturating_sub(end - first) + 1;
+            let _ = write!(out, " Previous: {}.", command(from, first));
+        }
+        if end < total {
+            let to = (end + (end - first)).min(total);
+            let _ = write!(out, " Next: {}.", command(end + 1, to));
+        }
+        out.push_str("</p>\n");
+    }
+
     fn header(
         &self,
         out: &mut String,
