@@ -123,6 +123,7 @@ impl SessionState {
     pub fn for_tap() -> Self {
         SessionState {
             tap: true,
+            tool_calls: ToolCalls::shedding_finished(),
             ..Self::default()
         }
     }

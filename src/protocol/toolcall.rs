@@ -289,9 +289,21 @@ pub struct ToolCalls {
     /// Creation order, for letting the oldest go.
     order: std::collections::VecDeque<(String, String)>,
     forgotten: std::collections::HashSet<u64>,
+    /// Drop what a finished call no longer needs (the tap's state: a permission request for a
+    /// finished call goes to the user whatever it holds).
+    shed_finished: bool,
 }
 
 impl ToolCalls {
+    /// The state the policy tap keeps: a finished call keeps only its title, kind, status and
+    /// that it finished (a long session's finished calls were most of the tap's memory).
+    pub fn shedding_finished() -> Self {
+        ToolCalls {
+            shed_finished: true,
+            ..Self::default()
+        }
+    }
+
     /// The (session, toolCallId) of every tool call known.
     pub fn keys(&self) -> impl Iterator<Item = &(String, String)> {
         self.calls.keys()
@@ -326,6 +338,13 @@ impl ToolCalls {
         }
         let slot = self.calls.entry(key).or_default();
         let (created, changed) = ToolCall::upsert(slot, update, how);
+        if let Some(call) = slot.as_mut().filter(|c| self.shed_finished && c.finished) {
+            for (i, name) in FIELDS.iter().enumerate() {
+                if !matches!(*name, "title" | "kind" | "status") {
+                    call.fields[i] = None;
+                }
+            }
+        }
         Some((slot.as_ref()?, created, changed))
     }
 
@@ -522,6 +541,29 @@ mod tests {
         let kept = call.get("content").unwrap().as_array().unwrap();
         assert_eq!(kept.len(), KEPT_ITEMS);
         assert!(kept.last().unwrap().get("path").is_none());
+    }
+
+    #[test]
+    fn the_taps_state_keeps_only_the_names_and_status_of_a_finished_call() {
+        let call = json!({"toolCallId": "t", "title": "Edit", "kind": "edit",
+            "content": [{"type": "text", "text": "x".repeat(900)}], "rawInput": {"cmd": "y"}});
+        let done = map(json!({"toolCallId": "t", "status": "completed"}));
+        let mut tap = ToolCalls::shedding_finished();
+        let mut recorder = ToolCalls::default();
+        for calls in [&mut tap, &mut recorder] {
+            calls.apply("s", &map(call.clone()), UpdateKind::ToolCall);
+            assert!(
+                calls.get("s", "t").unwrap().get("content").is_some(),
+                "before it finished"
+            );
+            calls.apply("s", &done, UpdateKind::ToolCallUpdate);
+        }
+        let shed = tap.get("s", "t").unwrap();
+        assert!(shed.finished);
+        assert_eq!(shed.text("title").as_deref(), Some("Edit"));
+        assert_eq!(shed.text("status").as_deref(), Some("completed"));
+        assert!(shed.get("content").is_none() && shed.get("rawInput").is_none());
+        assert!(recorder.get("s", "t").unwrap().get("content").is_some());
     }
 
     #[test]
