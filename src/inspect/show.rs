@@ -57,17 +57,47 @@ pub fn timeline(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Timel
 }
 
 /// The timeline of the turns numbered `turns` (from 0) only: what a page of a long session
-/// shows. The lines, tool calls and permission requests of other turns are not read.
+/// shows.
 pub fn timeline_of_turns(
     reader: &Reader,
     session: &SessionRef,
     turns: std::ops::Range<usize>,
 ) -> rusqlite::Result<Timeline> {
-    let summary = queries::session_summary_of(reader, session)?;
+    let head = head(reader, session)?;
+    let mut views = Vec::new();
+    for_each_turn(reader, session, turns, |view| views.push(view))?;
+    Ok(Timeline {
+        session: head.session,
+        total_turns: head.total_turns,
+        turns: views,
+    })
+}
+
+/// What a timeline says before its turns.
+pub struct Head {
+    pub session: SessionSummary,
+    pub total_turns: usize,
+}
+
+pub fn head(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Head> {
+    Ok(Head {
+        session: queries::session_summary_of(reader, session)?,
+        total_turns: queries::turns(reader, session)?.len(),
+    })
+}
+
+/// Builds the turns numbered `turns` (from 0) one at a time, in order, and hands each to `each`
+/// once it is complete: memory stays that of one turn, however long the session. The lines,
+/// tool calls and permission requests of other turns are not read.
+pub fn for_each_turn(
+    reader: &Reader,
+    session: &SessionRef,
+    turns: std::ops::Range<usize>,
+    mut each: impl FnMut(TurnView),
+) -> rusqlite::Result<()> {
     let all_turns = queries::turns(reader, session)?;
-    let total_turns = all_turns.len();
-    let first = turns.start.min(total_turns);
-    let end = turns.end.clamp(first, total_turns);
+    let first = turns.start.min(all_turns.len());
+    let end = turns.end.clamp(first, all_turns.len());
     let turns = &all_turns[first..end];
     // The lines of these turns: from the first one's prompt to the next turn's.
     let seqs = match (turns.first(), all_turns.get(end)) {
@@ -75,38 +105,15 @@ pub fn timeline_of_turns(
         (Some(t), None) => t.request_seq..i64::MAX,
         (None, _) => 0..0,
     };
-    let wanted = (first > 0 || end < total_turns)
-        .then(|| queries::tool_call_ids_between(reader, session, seqs.clone()))
-        .transpose()?;
-    let mut tool_calls: HashMap<String, ToolCallRow> = HashMap::new();
-    let filter = queries::ToolFilter {
-        session: Some(session.clone()),
-        ..queries::ToolFilter::default()
-    };
-    queries::for_each_tool_call(reader, &filter, |call| {
-        if wanted
-            .as_ref()
-            .is_none_or(|w| w.contains(&call.tool_call_id))
-        {
-            tool_calls.insert(call.tool_call_id.clone(), call);
-        }
-    })?;
-    // Titles stay at hand for permission requests after their call moved into the timeline.
-    let titles: HashMap<String, Option<String>> = tool_calls
-        .values()
-        .map(|c| (c.tool_call_id.clone(), c.title.clone()))
-        .collect();
     let mut permissions: HashMap<i64, PermissionRow> =
         queries::permission_requests(reader, session)?
             .into_iter()
             .filter(|p| seqs.contains(&p.request_seq))
             .map(|p| (p.request_seq, p))
             .collect();
-
-    let mut views: Vec<TurnView> = turns
-        .iter()
-        .enumerate()
-        .map(|(i, t)| TurnView {
+    let view_of = |i: usize| {
+        let t = &turns[i];
+        TurnView {
             index: first + i + 1,
             prompt: String::new(),
             started_at: t.started_at,
@@ -115,19 +122,46 @@ pub fn timeline_of_turns(
             error: t.error.clone(),
             cancel_requested: t.cancel_requested_at.is_some(),
             items: Vec::new(),
-        })
-        .collect();
+        }
+    };
+    // The turn being built, and the calls already shown (each once) with their titles.
+    let mut current: Option<(usize, TurnView)> = None;
+    let mut shown: HashMap<String, Option<String>> = HashMap::new();
+    let mut failed = None;
     queries::for_each_session_line(reader, session, seqs, |line| {
+        if failed.is_some() {
+            return;
+        }
         // A line belongs to the last turn that started before it (turns are in seq order).
-        let turn = turns.partition_point(|t| t.request_seq <= line.seq);
-        let Some(turn) = turn.checked_sub(1) else {
+        let Some(turn) = turns
+            .partition_point(|t| t.request_seq <= line.seq)
+            .checked_sub(1)
+        else {
+            return;
+        };
+        // Turns before this one are complete, those without a line of their own included.
+        let next = current.as_ref().map_or(0, |(i, _)| i + 1);
+        if current.as_ref().is_none_or(|(i, _)| *i != turn) {
+            if let Some((_, done)) = current.take() {
+                each(done);
+            }
+            for i in next..turn {
+                each(view_of(i));
+            }
+            current = Some((turn, view_of(turn)));
+        }
+        let Some((_, view)) = current.as_mut() else {
             return;
         };
         let Ok(value) = serde_json::from_slice::<Value>(&line.raw) else {
             return;
         };
-        let view = &mut views[turn];
         let params = value.get("params");
+        let mut show = |view: &mut TurnView, id: Option<&str>| {
+            if let Err(e) = show_tool_call(reader, session, view, id, &mut shown) {
+                failed = Some(e);
+            }
+        };
         match (line.direction.as_str(), line.method.as_deref()) {
             ("c2a", Some("session/prompt")) if line.seq == turns[turn].request_seq => {
                 view.prompt = prompt_text(params.and_then(|p| p.get("prompt")));
@@ -165,10 +199,7 @@ pub fn timeline_of_turns(
                             })
                             .collect(),
                     }),
-                    _ => {
-                        let id = update.get("toolCallId").and_then(Value::as_str);
-                        show_tool_call(view, id, &mut tool_calls);
-                    }
+                    _ => show(view, update.get("toolCallId").and_then(Value::as_str)),
                 }
             }
             ("a2c", Some("session/request_permission")) => {
@@ -176,32 +207,45 @@ pub fn timeline_of_turns(
                     .and_then(|p| p.get("toolCall"))
                     .and_then(|t| t.get("toolCallId"))
                     .and_then(Value::as_str);
-                let title = id.and_then(|id| titles.get(id).cloned()).flatten();
-                show_tool_call(view, id, &mut tool_calls);
+                show(view, id);
                 if let Some(request) = permissions.remove(&line.seq) {
+                    let title = id.and_then(|id| shown.get(id).cloned()).flatten();
                     view.items.push(Item::Permission { title, request });
                 }
             }
             _ => {}
         }
     })?;
-    Ok(Timeline {
-        session: summary,
-        total_turns,
-        turns: views,
-    })
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let next = current.as_ref().map_or(0, |(i, _)| i + 1);
+    if let Some((_, done)) = current {
+        each(done);
+    }
+    for i in next..turns.len() {
+        each(view_of(i));
+    }
+    Ok(())
 }
 
-/// Shows tool call `id` where it is first mentioned: it moves from `tool_calls` into the turn, so
-/// each call is held once.
+/// Shows tool call `id` where it is first mentioned (read from the database then, so a long
+/// session's calls are never all held), and remembers its title.
 fn show_tool_call(
+    reader: &Reader,
+    session: &SessionRef,
     view: &mut TurnView,
     id: Option<&str>,
-    tool_calls: &mut HashMap<String, ToolCallRow>,
-) {
-    if let Some(call) = id.and_then(|id| tool_calls.remove(id)) {
+    shown: &mut HashMap<String, Option<String>>,
+) -> rusqlite::Result<()> {
+    let Some(id) = id.filter(|id| !shown.contains_key(*id)) else {
+        return Ok(());
+    };
+    if let Some(call) = queries::tool_call(reader, session, id)? {
+        shown.insert(call.tool_call_id.clone(), call.title.clone());
         view.items.push(Item::ToolCall(call));
     }
+    Ok(())
 }
 
 fn append_text(items: &mut Vec<Item>, chunk: String, thought: bool) {
@@ -229,10 +273,9 @@ fn prompt_text(prompt: Option<&Value>) -> String {
         .join(" ")
 }
 
-fn render_unescaped(t: &Timeline) -> String {
-    let s = &t.session;
+fn render_head_unescaped(s: &SessionSummary, total_turns: usize) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "Session {}  ({} turns)", s.session_id, t.turns.len());
+    let _ = writeln!(out, "Session {}  ({} turns)", s.session_id, total_turns);
     let _ = writeln!(
         out,
         "  agent {} · cwd {} · connection {} · started {} UTC{}",
@@ -260,7 +303,12 @@ fn render_unescaped(t: &Timeline) -> String {
         ),
     };
     let _ = writeln!(out, "  {state}");
-    for turn in &t.turns {
+    out
+}
+
+fn render_turn_unescaped(turn: &TurnView) -> String {
+    let mut out = String::new();
+    {
         let _ = writeln!(
             out,
             "\nTurn {} · {} · {}{}",
@@ -349,5 +397,19 @@ fn render_unescaped(t: &Timeline) -> String {
 
 /// Safe for a terminal: every recorded string goes through [`super::terminal_safe`].
 pub fn render(t: &Timeline) -> String {
-    super::terminal_safe(&render_unescaped(t)).into_owned()
+    let mut out = render_head(&t.session, t.total_turns);
+    for turn in &t.turns {
+        out.push_str(&render_turn(turn));
+    }
+    out
+}
+
+/// The timeline's header, safe for a terminal.
+pub fn render_head(session: &SessionSummary, total_turns: usize) -> String {
+    super::terminal_safe(&render_head_unescaped(session, total_turns)).into_owned()
+}
+
+/// One turn, safe for a terminal.
+pub fn render_turn(turn: &TurnView) -> String {
+    super::terminal_safe(&render_turn_unescaped(turn)).into_owned()
 }

@@ -346,31 +346,62 @@ pub fn tool_calls(reader: &Reader, filter: &ToolFilter) -> rusqlite::Result<Vec<
     Ok(calls)
 }
 
+/// One tool call of a session, by its id.
+pub fn tool_call(
+    reader: &Reader,
+    session: &SessionRef,
+    tool_call_id: &str,
+) -> rusqlite::Result<Option<ToolCallRow>> {
+    let mut found = None;
+    for_each_tool_call_where(
+        reader,
+        "k.connection_id = ?1 AND k.session_id = ?2 AND k.tool_call_id = ?3",
+        params![session.connection_id, session.session_id, tool_call_id],
+        |call| found = Some(call),
+    )?;
+    Ok(found)
+}
+
 /// The tool calls `filter` selects, each handed to `each` as it is read.
 pub fn for_each_tool_call(
     reader: &Reader,
     filter: &ToolFilter,
+    each: impl FnMut(ToolCallRow),
+) -> rusqlite::Result<()> {
+    let session = filter.session.as_ref();
+    for_each_tool_call_where(
+        reader,
+        "(?1 IS NULL OR k.connection_id = ?1) AND (?2 IS NULL OR k.session_id = ?2)
+           AND (?3 IS NULL OR k.status = ?3) AND (?4 IS NULL OR k.kind = ?4)",
+        params![
+            session.map(|s| s.connection_id),
+            session.map(|s| &s.session_id),
+            filter.status,
+            filter.kind
+        ],
+        each,
+    )
+}
+
+/// The tool calls (`k`) matching `condition`, in order of first appearance.
+fn for_each_tool_call_where(
+    reader: &Reader,
+    condition: &str,
+    values: impl rusqlite::Params,
     mut each: impl FnMut(ToolCallRow),
 ) -> rusqlite::Result<()> {
     let conn = reader.conn();
-    let session = filter.session.as_ref();
-    let mut statement = conn.prepare(
+    let mut statement = conn.prepare_cached(&format!(
         "SELECT k.connection_id, k.session_id, k.tool_call_id, k.title, k.kind, k.status, k.content,
                 k.locations, k.raw_input, k.raw_output, k.created_by, k.first_seen_at,
                 k.last_updated_at, k.update_count,
                 (SELECT min(m.seq) FROM tool_call_events e JOIN messages m ON m.id = e.message_id
                   WHERE e.tool_call_row = k.id)
          FROM tool_calls k
-         WHERE (?1 IS NULL OR k.connection_id = ?1) AND (?2 IS NULL OR k.session_id = ?2)
-           AND (?3 IS NULL OR k.status = ?3) AND (?4 IS NULL OR k.kind = ?4)
-         ORDER BY k.first_seen_at, k.id",
-    )?;
-    let mut rows = statement.query(params![
-        session.map(|s| s.connection_id),
-        session.map(|s| &s.session_id),
-        filter.status,
-        filter.kind
-    ])?;
+         WHERE {condition}
+         ORDER BY k.first_seen_at, k.id"
+    ))?;
+    let mut rows = statement.query(values)?;
     while let Some(r) = rows.next()? {
         each(ToolCallRow {
             connection_id: r.get(0)?,

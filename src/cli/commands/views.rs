@@ -1,5 +1,6 @@
 //! The views of what was recorded: `sessions`, `show`, `tools`, `report`, `tail`, `stats`.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -34,12 +35,39 @@ pub(in crate::cli) fn sessions(args: SessionsArgs, _config: &Config) -> anyhow::
 pub(in crate::cli) fn show(args: ShowArgs, _config: &Config) -> anyhow::Result<i32> {
     let reader = args.db.read()?;
     let session = queries::resolve_session(&reader, &args.session)?;
-    let timeline = show::timeline(&reader, &session)?;
+    // Written a turn at a time, as the turns are read: a session of any length takes the memory
+    // of one turn.
+    let head = show::head(&reader, &session)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut written: std::io::Result<()> = Ok(());
+    let mut write = |text: &str| {
+        if written.is_ok() {
+            written = out.write_all(text.as_bytes());
+        }
+    };
     if args.json {
-        print_json(&timeline)?;
+        // The layout of `serde_json::to_string_pretty` of the whole timeline, one turn at a time.
+        let indented = |value: String, by: &str| value.replace('\n', &format!("\n{by}"));
+        write(&format!(
+            "{{\n  \"session\": {},\n  \"total_turns\": {},\n  \"turns\": [",
+            indented(serde_json::to_string_pretty(&head.session)?, "  "),
+            head.total_turns
+        ));
+        let mut first = true;
+        show::for_each_turn(&reader, &session, 0..usize::MAX, |turn| {
+            let text = serde_json::to_string_pretty(&turn).unwrap_or_default();
+            write(if first { "\n    " } else { ",\n    " });
+            write(&indented(text, "    "));
+            first = false;
+        })?;
+        write(if first { "]\n}\n" } else { "\n  ]\n}\n" });
     } else {
-        print(&show::render(&timeline))?;
+        write(&show::render_head(&head.session, head.total_turns));
+        show::for_each_turn(&reader, &session, 0..usize::MAX, |turn| {
+            write(&show::render_turn(&turn));
+        })?;
     }
+    written.and_then(|()| out.flush())?;
     Ok(0)
 }
 
