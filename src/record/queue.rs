@@ -211,20 +211,31 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
             }
         }
         state.consumer = Consumer::Busy;
-        let mut taken = 0;
-        while into.len() < max
-            && taken < max_bytes
-            && let Some(item) = state.items.pop_front()
-        {
-            taken += item.size();
-            into.push(item);
+        // When everything queued fits in the batch, the whole queue is taken at once and moved
+        // into `into` after the lock is released: a producer never waits for a thousand moves
+        // (on a shared CPU the recorder, which yields, could be preempted holding the lock).
+        let everything = into.len() + state.items.len() <= max && state.bytes <= max_bytes;
+        let mut all = VecDeque::new();
+        if everything {
+            all = std::mem::take(&mut state.items);
+            state.bytes = 0;
+        } else {
+            let mut taken = 0;
+            while into.len() < max
+                && taken < max_bytes
+                && let Some(item) = state.items.pop_front()
+            {
+                taken += item.size();
+                into.push(item);
+            }
+            state.bytes -= taken;
         }
-        state.bytes -= taken;
         let producers_waiting = state.producers_waiting > 0;
         drop(state);
         if producers_waiting {
             self.not_full.notify_all();
         }
+        into.extend(all);
         true
     }
 }
