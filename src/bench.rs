@@ -1,14 +1,15 @@
 //! `acptap bench`: the cost of the proxy, measured against a plain pipe.
 //!
-//! One run, one process tree: the same synthetic ACP traffic goes three ways, between this
-//! process (the client) and `acptap bench-peer` (the agent): a plain pipe, `acptap run
-//! --no-record`, and `acptap run` recording into a fresh database. Workloads:
+//! One run, one process tree: the same synthetic ACP traffic goes several ways between this
+//! process (the client) and `acptap bench-peer` (the agent): a plain pipe, a `cat | agent | cat`
+//! relay, `acptap run --no-record`, `acptap run` recording into a fresh database, and the naive
+//! Python recorder (where python3 is). Workloads:
 //!
-//! - **stream**: the agent writes N `session/update` notifications of 256 B, 4 KiB and 1 MiB as
-//!   fast as the client reads them;
+//! - **stream**: the agent writes N lines of 64 B, 1 KiB, 4 KiB and 1 MiB as fast as the client
+//!   reads them;
 //! - **ping-pong**: the client sends a request, the agent answers at once, N times: round trips;
-//! - **tools**: a turn mix repeated N times: `tool_call`, two updates, a permission request (answered
-//!   by the policy through the proxy, by the client through the pipe), a final update;
+//! - **tools**: a turn mix repeated N times: `tool_call`, two updates, a permission request, a
+//!   final update; answered by the client, and in **tools, policy answers** by acptap's policy;
 //! - **big line**: one 64 MiB line each way.
 //!
 //! For each it reports messages/s, MB/s, the ratio to the pipe, the proxy's CPU time and peak RSS
