@@ -58,6 +58,7 @@ fn hostile_values_are_refused_with_a_clear_error() {
         (vec!["report", "last", "--turns", "0-10"], "0-10"),
         (vec!["report", "last", "--turns", "20-10"], "20-10"),
         (vec!["report", "last", "--turns", "ten"], "ten"),
+        (vec!["report", "last", "--turns", "500-"], "500"),
         (
             vec!["report", "last", "--turns", "1-99999999999999999999999"],
             "99999999999999999999999",

@@ -99,6 +99,15 @@ pub(in crate::cli) fn tools(args: ToolsArgs, _config: &Config) -> anyhow::Result
 pub(in crate::cli) fn report(args: ReportArgs, _config: &Config) -> anyhow::Result<i32> {
     let reader = args.db.read()?;
     let session = queries::resolve_session(&reader, &args.session)?;
+    let total = queries::turns(&reader, &session)?.len();
+    if args.turns.start > 0 && args.turns.start >= total {
+        eprintln!(
+            "acptap: --turns {}-: session {} has {total} turn(s); give a range from 1 to {total}",
+            args.turns.start + 1,
+            inspect::terminal_safe(&session.session_id)
+        );
+        return Ok(2);
+    }
     let html = crate::inspect::report::render(&reader, &session, args.turns.clone())?;
     let path = args.output.unwrap_or_else(|| {
         let safe: String = session
