@@ -174,7 +174,7 @@ impl PolicyTap {
             option_id: verdict.option_id.clone(),
             policy_hash: self.policy.hash().to_owned(),
             shadow: self.shadow,
-            input: Arc::new(RecordedInput(input)),
+            input: serde_json::to_string(&input).unwrap_or_default(),
         });
         let option = verdict.option_id;
         match option {
@@ -198,17 +198,6 @@ impl PolicyTap {
                 ..Annotation::default()
             }),
         }
-    }
-}
-
-/// The policy's input as the recorder stores it: serialised on the recorder thread, not on the
-/// request's path.
-#[derive(Debug)]
-struct RecordedInput(DecisionInput);
-
-impl crate::record::AsJson for RecordedInput {
-    fn as_json(&self) -> String {
-        serde_json::to_string(&self.0).unwrap_or_default()
     }
 }
 

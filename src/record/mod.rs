@@ -113,14 +113,8 @@ pub struct PolicyNote {
     pub policy_hash: String,
     /// `--shadow`: evaluated and recorded, but the request went to the user anyway.
     pub shadow: bool,
-    /// What the policy decided on (`policy::DecisionInput`), turned into JSON by the recorder
-    /// thread, off the request's path.
-    pub input: Arc<dyn AsJson>,
-}
-
-/// A value the recorder stores as JSON text.
-pub trait AsJson: std::fmt::Debug + Send + Sync {
-    fn as_json(&self) -> String;
+    /// What the policy decided on, as JSON (`policy::DecisionInput`).
+    pub input: String,
 }
 
 /// A line as read from one of the three streams (or written by acptap).

@@ -733,7 +733,7 @@ fn store_fact(
                 policy.map(|p| p.reason.as_str()),
                 policy.and_then(|p| p.option_id.as_deref()),
                 policy.map(|p| p.shadow),
-                policy.map(|p| p.input.as_json()),
+                policy.map(|p| p.input.as_str()),
             ])?;
         }
         Fact::PermissionDecided {
