@@ -61,7 +61,7 @@ pub enum StoreError {
     #[error(
         "{path} has schema version {found}, this acptap reads version {expected}: {}",
         if found < expected {
-            format!("run `acptap migrate --db {}` to bring it up to date (it only adds what newer versions record)", path.display())
+            format!("run `acptap migrate --db {}` to bring it up to date (it keeps every recorded line and fact)", path.display())
         } else {
             "it was written by a newer acptap; use that one".to_owned()
         }
