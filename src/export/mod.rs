@@ -1,6 +1,8 @@
 //! What leaves acptap as files for other tools: transcripts (`acptap export --format jsonl`) and
-//! the ACP conductor's trace format (`--format trace`). Every export reads through the read-only
+//! the ACP conductor's trace format (`--format trace`); and a session as OpenTelemetry spans
+//! (`spans`, the model the OTLP export will send). Every export reads through the read-only
 //! `record::Reader`.
 
+pub mod spans;
 pub mod trace;
 pub mod transcript;

@@ -17,6 +17,7 @@ mod replay;
 mod report;
 mod samples;
 mod sdk;
+mod spans;
 mod streams;
 mod terminal;
 mod trace;
