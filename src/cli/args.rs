@@ -337,6 +337,8 @@ pub enum ExportFormat {
     Jsonl,
     /// The NDJSON trace of the ACP conductor, for `agent-client-protocol-trace-viewer`.
     Trace,
+    /// OpenTelemetry spans of the session, sent over OTLP/HTTP to `--endpoint` (see docs/otlp.md).
+    Otlp,
 }
 
 #[derive(Debug, Args)]
@@ -351,6 +353,19 @@ pub struct ExportArgs {
     /// Write here instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// With `--format otlp`: the collector's OTLP/HTTP endpoint (`/v1/traces` is added to a bare
+    /// host).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        default_value = "http://localhost:4318"
+    )]
+    pub endpoint: String,
+    /// With `--format otlp`: an HTTP header for the collector, `NAME=VALUE` (repeatable), e.g. an
+    /// API key.
+    #[arg(long = "header", value_name = "NAME=VALUE", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
 }
 
 /// What is hidden from the recording: the same for `run` and `import`.
@@ -442,6 +457,27 @@ pub(crate) fn parse_interval(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(interval)
+}
+
+/// An HTTP header, `NAME=VALUE`.
+pub(crate) fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not a header: write NAME=VALUE"))?;
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+    {
+        return Err(format!(
+            "`{name}` is not a header name: letters, digits, `-` and `_` only"
+        ));
+    }
+    if value.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return Err(format!("the value of header `{name}` has a line break"));
+    }
+    Ok((name.to_owned(), value.trim().to_owned()))
 }
 
 /// Turns numbered from 1, `FROM-TO` (inclusive), `FROM-` or `all`, as a range from 0.

@@ -7,6 +7,7 @@ mod faults;
 mod inspect;
 mod lifecycle;
 mod memory;
+mod otlp;
 mod policy;
 mod policy_corpora;
 mod policy_corpus;

@@ -19,6 +19,21 @@ pub(in crate::cli) fn export(args: ExportArgs, _config: &Config) -> anyhow::Resu
             .map(serde_json::to_string)
             .collect::<Result<Vec<_>, _>>()?,
         ExportFormat::Trace => crate::export::trace::export(&reader, session.connection_id)?,
+        ExportFormat::Otlp => {
+            let spans = crate::export::spans::session_spans(&reader, &session)?;
+            let endpoint = crate::export::otlp::Endpoint::new(&args.endpoint, args.headers);
+            let sent = crate::export::otlp::send(&spans, &endpoint)?;
+            let trace: String = spans
+                .first()
+                .map(|s| s.trace_id.iter().map(|b| format!("{b:02x}")).collect())
+                .unwrap_or_default();
+            eprintln!(
+                "acptap: sent {sent} span(s) of session {} to {} (trace {trace})",
+                crate::inspect::terminal_safe(&session.session_id),
+                endpoint.url
+            );
+            return Ok(0);
+        }
     };
     let mut text = String::new();
     for line in &lines {

@@ -1,0 +1,193 @@
+//! Sends a session's spans (`spans.rs`) to an OpenTelemetry collector or trace backend over
+//! OTLP/HTTP with protobuf, through the official crates (`opentelemetry-otlp`): no encoding of
+//! our own. acptap's commands are synchronous, so the exporter runs on the blocking `reqwest`
+//! client, and its future is driven here by a minimal executor.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, UNIX_EPOCH};
+
+use opentelemetry::trace::{
+    SpanContext, SpanId, SpanKind as OtelKind, Status as OtelStatus, TraceFlags, TraceId,
+    TraceState,
+};
+use opentelemetry::{Array, InstrumentationScope, KeyValue, StringValue, Value};
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanExporter, SpanLinks};
+
+use super::spans::{Attribute, Span, SpanKind, Status};
+
+/// Spans sent in one request: a long session goes in several.
+const SPANS_PER_REQUEST: usize = 512;
+
+/// How long one request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum OtlpError {
+    #[error("cannot set up the OTLP exporter for {endpoint}: {message}")]
+    Setup { endpoint: String, message: String },
+    #[error(
+        "{endpoint} did not take the spans ({sent} of {total} sent): {message}; is a collector listening there?"
+    )]
+    Send {
+        endpoint: String,
+        sent: usize,
+        total: usize,
+        message: String,
+    },
+}
+
+/// Where and how to send.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The traces URL, `http://host:4318/v1/traces`.
+    pub url: String,
+    /// Extra HTTP headers (an API key, for instance).
+    pub headers: Vec<(String, String)>,
+}
+
+impl Endpoint {
+    /// `url` as given, with `/v1/traces` added when it names only a host (as
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` does).
+    pub fn new(url: &str, headers: Vec<(String, String)>) -> Endpoint {
+        let url = url.trim_end_matches('/');
+        let url = if url.ends_with("/v1/traces") {
+            url.to_owned()
+        } else {
+            format!("{url}/v1/traces")
+        };
+        Endpoint { url, headers }
+    }
+}
+
+/// Sends `spans`; returns how many were sent.
+pub fn send(spans: &[Span], endpoint: &Endpoint) -> Result<usize, OtlpError> {
+    let setup = |message: String| OtlpError::Setup {
+        endpoint: endpoint.url.clone(),
+        message,
+    };
+    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .with_endpoint(&endpoint.url)
+        .with_timeout(REQUEST_TIMEOUT)
+        .with_headers(endpoint.headers.iter().cloned().collect())
+        .build()
+        .map_err(|e| setup(e.to_string()))?;
+    exporter.set_resource(
+        &Resource::builder_empty()
+            .with_attributes([
+                KeyValue::new("service.name", "acptap"),
+                KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+            ])
+            .build(),
+    );
+    let mut sent = 0;
+    for chunk in spans.chunks(SPANS_PER_REQUEST) {
+        let batch = chunk.iter().map(span_data).collect();
+        block_on(exporter.export(batch)).map_err(|e| OtlpError::Send {
+            endpoint: endpoint.url.clone(),
+            sent,
+            total: spans.len(),
+            message: e.to_string(),
+        })?;
+        sent += chunk.len();
+    }
+    let _ = exporter.shutdown();
+    Ok(sent)
+}
+
+fn span_data(span: &Span) -> SpanData {
+    let time = |us: i64| UNIX_EPOCH + Duration::from_micros(us.max(0) as u64);
+    SpanData {
+        span_context: SpanContext::new(
+            TraceId::from_bytes(span.trace_id),
+            SpanId::from_bytes(span.span_id),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::NONE,
+        ),
+        parent_span_id: span
+            .parent_span_id
+            .map_or(SpanId::INVALID, SpanId::from_bytes),
+        parent_span_is_remote: false,
+        span_kind: match span.kind {
+            SpanKind::Internal => OtelKind::Internal,
+            SpanKind::Client => OtelKind::Client,
+        },
+        name: Cow::Owned(span.name.clone()),
+        start_time: time(span.start_us),
+        end_time: time(span.end_us),
+        attributes: span
+            .attributes
+            .iter()
+            .map(|(key, value)| KeyValue::new(*key, otel_value(value)))
+            .collect(),
+        dropped_attributes_count: 0,
+        events: SpanEvents::default(),
+        links: SpanLinks::default(),
+        status: match &span.status {
+            Status::Unset => OtelStatus::Unset,
+            Status::Ok => OtelStatus::Ok,
+            Status::Error(message) => OtelStatus::error(message.clone()),
+        },
+        instrumentation_scope: InstrumentationScope::builder("acptap")
+            .with_version(env!("CARGO_PKG_VERSION"))
+            .build(),
+    }
+}
+
+fn otel_value(value: &Attribute) -> Value {
+    match value {
+        Attribute::Text(text) => Value::from(text.clone()),
+        Attribute::Int(n) => Value::I64(*n),
+        Attribute::Bool(b) => Value::Bool(*b),
+        Attribute::Texts(texts) => Value::Array(Array::String(
+            texts.iter().cloned().map(StringValue::from).collect(),
+        )),
+    }
+}
+
+/// Wakes the thread that waits in [`block_on`].
+struct ThreadWaker(std::thread::Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Drives `future` to completion on this thread (the blocking HTTP client completes it on the
+/// first poll; the loop is for any other).
+fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    loop {
+        match future.as_mut().poll(&mut context) {
+            Poll::Ready(output) => return output,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_gets_the_traces_path() {
+        assert_eq!(
+            Endpoint::new("http://localhost:4318", vec![]).url,
+            "http://localhost:4318/v1/traces"
+        );
+        assert_eq!(
+            Endpoint::new("http://localhost:6006/v1/traces/", vec![]).url,
+            "http://localhost:6006/v1/traces"
+        );
+    }
+}
