@@ -354,16 +354,13 @@ pub struct ExportArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// With `--format otlp`: the collector's OTLP/HTTP endpoint (`/v1/traces` is added to a bare
-    /// host).
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-        default_value = "http://localhost:4318"
-    )]
-    pub endpoint: String,
+    /// host) [default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT,
+    /// else http://localhost:4318]
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
     /// With `--format otlp`: an HTTP header for the collector, `NAME=VALUE` (repeatable), e.g. an
-    /// API key.
+    /// API key; added to those of $OTEL_EXPORTER_OTLP_HEADERS and
+    /// $OTEL_EXPORTER_OTLP_TRACES_HEADERS.
     #[arg(long = "header", value_name = "NAME=VALUE", value_parser = parse_header)]
     pub headers: Vec<(String, String)>,
 }

@@ -64,6 +64,66 @@ impl Endpoint {
     }
 }
 
+/// The endpoint given, else the one the OpenTelemetry environment variables name:
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`, else
+/// `http://localhost:4318` (`/v1/traces` added unless the URL ends in it); and the headers of `OTEL_EXPORTER_OTLP_HEADERS`
+/// and `OTEL_EXPORTER_OTLP_TRACES_HEADERS` (`name=value` pairs separated by commas, values
+/// percent-encoded).
+pub fn from_environment(
+    url: Option<&str>,
+    mut headers: Vec<(String, String)>,
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<Endpoint, String> {
+    let url = url
+        .map(str::to_owned)
+        .or_else(|| var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        .unwrap_or_else(|| "http://localhost:4318".to_owned());
+    let mut from_env = Vec::new();
+    for name in [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    ] {
+        for pair in var(name).unwrap_or_default().split(',') {
+            if pair.trim().is_empty() {
+                continue;
+            }
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("{name}: `{}` is not name=value", pair.trim()))?;
+            from_env.push((key.trim().to_owned(), percent_decode(value.trim())));
+        }
+    }
+    // The command line comes last, so it wins where names repeat.
+    from_env.append(&mut headers);
+    Ok(Endpoint::new(&url, from_env))
+}
+
+/// `%XX` escapes decoded (as OTEL_EXPORTER_OTLP_HEADERS values are written); others kept.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(high), Some(low)) => {
+                out.push((high * 16 + low) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Sends `spans`; returns how many were sent.
 pub fn send(spans: &[Span], endpoint: &Endpoint) -> Result<usize, OtlpError> {
     let setup = |message: String| OtlpError::Setup {
@@ -178,6 +238,56 @@ fn block_on<F: Future>(future: F) -> F::Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_environment_gives_the_endpoint_and_headers_and_the_command_line_wins() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let none = from_environment(None, vec![], env(&[])).unwrap();
+        assert_eq!(none.url, "http://localhost:4318/v1/traces");
+        let base = from_environment(
+            None,
+            vec![],
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://otel.example:4318"),
+                ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b%3Dc , x-team=7"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(base.url, "https://otel.example:4318/v1/traces");
+        assert_eq!(
+            base.headers,
+            vec![
+                ("api-key".to_owned(), "a b=c".to_owned()),
+                ("x-team".to_owned(), "7".to_owned())
+            ]
+        );
+        let given = from_environment(
+            Some("http://127.0.0.1:6006"),
+            vec![("x-team".into(), "8".into())],
+            env(&[(
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "http://ignored:1/v1/traces",
+            )]),
+        )
+        .unwrap();
+        assert_eq!(given.url, "http://127.0.0.1:6006/v1/traces");
+        assert_eq!(given.headers, vec![("x-team".to_owned(), "8".to_owned())]);
+        assert!(
+            from_environment(
+                None,
+                vec![],
+                env(&[("OTEL_EXPORTER_OTLP_HEADERS", "novalue")])
+            )
+            .unwrap_err()
+            .contains("novalue")
+        );
+    }
 
     #[test]
     fn a_host_gets_the_traces_path() {

@@ -60,6 +60,14 @@ fn hostile_values_are_refused_with_a_clear_error() {
         (vec!["report", "last", "--turns", "ten"], "ten"),
         (vec!["report", "last", "--turns", "500-"], "500"),
         (
+            vec!["export", "last", "--format", "otlp", "--header", "novalue"],
+            "novalue",
+        ),
+        (
+            vec!["export", "last", "--format", "otlp", "--header", "a b=c"],
+            "a b",
+        ),
+        (
             vec!["report", "last", "--turns", "1-99999999999999999999999"],
             "99999999999999999999999",
         ),

@@ -21,7 +21,12 @@ pub(in crate::cli) fn export(args: ExportArgs, _config: &Config) -> anyhow::Resu
         ExportFormat::Trace => crate::export::trace::export(&reader, session.connection_id)?,
         ExportFormat::Otlp => {
             let spans = crate::export::spans::session_spans(&reader, &session)?;
-            let endpoint = crate::export::otlp::Endpoint::new(&args.endpoint, args.headers);
+            let endpoint = crate::export::otlp::from_environment(
+                args.endpoint.as_deref(),
+                args.headers,
+                |name| std::env::var(name).ok(),
+            )
+            .map_err(|e| anyhow::anyhow!(e))?;
             let sent = crate::export::otlp::send(&spans, &endpoint)?;
             let trace: String = spans
                 .first()
