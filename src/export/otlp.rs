@@ -23,6 +23,11 @@ use super::spans::{Attribute, Span, SpanKind, Status};
 /// Spans sent in one request: a long session goes in several.
 const SPANS_PER_REQUEST: usize = 512;
 
+/// A refused request is sent again after this, then after twice as long, up to [`LAST_RETRY`]
+/// (about 16 s in all for one request).
+const FIRST_RETRY: Duration = Duration::from_millis(250);
+const LAST_RETRY: Duration = Duration::from_secs(8);
+
 /// How long one request may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -31,7 +36,12 @@ pub enum OtlpError {
     #[error("cannot set up the OTLP exporter for {endpoint}: {message}")]
     Setup { endpoint: String, message: String },
     #[error(
-        "{endpoint} did not take the spans ({sent} of {total} sent): {message}; is a collector listening there?"
+        "{endpoint} did not take the spans ({sent} of {total} sent): {message}; {}",
+        if message.contains("Status(") {
+            "the backend answered but refused them, even after waiting (busy or full?): send again later"
+        } else {
+            "is a collector listening there?"
+        }
     )]
     Send {
         endpoint: String,
@@ -148,13 +158,27 @@ pub fn send(spans: &[Span], endpoint: &Endpoint) -> Result<usize, OtlpError> {
     );
     let mut sent = 0;
     for chunk in spans.chunks(SPANS_PER_REQUEST) {
-        let batch = chunk.iter().map(span_data).collect();
-        block_on(exporter.export(batch)).map_err(|e| OtlpError::Send {
-            endpoint: endpoint.url.clone(),
-            sent,
-            total: spans.len(),
-            message: e.to_string(),
-        })?;
+        let mut wait = FIRST_RETRY;
+        loop {
+            let batch = chunk.iter().map(span_data).collect();
+            match block_on(exporter.export(batch)) {
+                Ok(()) => break,
+                // A backend that answered with a status (503 when its ingestion is full, 429)
+                // is there and busy: it gets time, as the OTLP specification asks.
+                Err(e) if e.to_string().contains("Status(") && wait <= LAST_RETRY => {
+                    std::thread::sleep(wait);
+                    wait *= 2;
+                }
+                Err(e) => {
+                    return Err(OtlpError::Send {
+                        endpoint: endpoint.url.clone(),
+                        sent,
+                        total: spans.len(),
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
         sent += chunk.len();
     }
     let _ = exporter.shutdown();
