@@ -252,3 +252,69 @@ fn a_collector_that_is_not_there_is_named_and_nothing_is_lost() {
     // The recording is untouched.
     assert_eq!(sb.count("SELECT count(*) FROM connections"), 1);
 }
+
+/// A backend that answers 503 twice (its queue full), then takes the spans: the export waits and
+/// sends again instead of failing. A small HTTP server stands in for the busy backend; what is
+/// checked is acptap's behaviour towards it.
+#[test]
+fn a_busy_backend_gets_the_request_again() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut requests = 0;
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            // Read each request on this connection: headers, then Content-Length bytes.
+            loop {
+                let mut length = 0usize;
+                let mut line = String::new();
+                let mut any = false;
+                while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                    any = true;
+                    if line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    line.clear();
+                }
+                if !any {
+                    break;
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                requests += 1;
+                let status = if requests <= 2 {
+                    "503 Service Unavailable"
+                } else {
+                    "200 OK"
+                };
+                write!(stream, "HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n").unwrap();
+                if requests == 3 {
+                    return requests;
+                }
+            }
+        }
+        requests
+    });
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let out = sb.acptap(&[
+        "export",
+        "last",
+        "--format",
+        "otlp",
+        "--endpoint",
+        &endpoint,
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("sent 8 span(s)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.join().unwrap(), 3);
+}
