@@ -4,7 +4,9 @@
 //!
 //! The tree: one trace per session; its root span `acp.session`; an `invoke_agent` span per
 //! prompt turn; an `execute_tool` span per tool call, under the turn it started in (or the root);
-//! an `acp.permission` span per permission request, under its tool call's span.
+//! an `acp.permission` span per permission request, under its tool call's span; a span per
+//! request the agent made of the client (`fs/read_text_file`, `terminal/create`, ...), under its
+//! turn.
 //!
 //! # Ids are derived from the recording
 //!
@@ -285,6 +287,44 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
                 .max(request.requested_at),
             attributes,
             status: Status::Unset,
+        });
+    }
+    for request in queries::client_requests(reader, session)? {
+        let value: serde_json::Value =
+            serde_json::from_slice(&request.raw).unwrap_or(serde_json::Value::Null);
+        let params = &value["params"];
+        let mut attributes = Vec::new();
+        common(&mut attributes);
+        attributes.push((
+            "acp.client_request.method",
+            Attribute::Text(request.method.clone()),
+        ));
+        attributes.extend(text("acp.fs.path", params["path"].as_str()));
+        attributes.extend(text("acp.terminal.command", params["command"].as_str()));
+        attributes.extend(text("acp.terminal.id", params["terminalId"].as_str()));
+        let answer = request.answer.as_ref().and_then(|(ts, raw)| {
+            Some((*ts, serde_json::from_slice::<serde_json::Value>(raw).ok()?))
+        });
+        let status = match &answer {
+            Some((_, a)) if a.get("error").is_some() => Status::Error(
+                a["error"]["message"]
+                    .as_str()
+                    .unwrap_or("the client answered with an error")
+                    .to_owned(),
+            ),
+            Some(_) => Status::Ok,
+            None => Status::Unset,
+        };
+        spans.push(Span {
+            trace_id: trace,
+            span_id: span_id(&trace, &format!("client request {}", request.seq)),
+            parent_span_id: Some(parent_of(Some(request.seq))),
+            name: request.method.clone(),
+            kind: SpanKind::Client,
+            start_us: request.ts,
+            end_us: answer.map_or(last_seen, |(ts, _)| ts).max(request.ts),
+            attributes,
+            status,
         });
     }
     Ok(spans)

@@ -1,6 +1,8 @@
 //! Read-side queries for the inspection commands (`sessions`, `show`, `tools`). Plain rows out;
 //! rendering is `inspect/`'s business.
 
+use std::collections::HashMap;
+
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::Reader;
@@ -344,6 +346,60 @@ pub fn tool_calls(reader: &Reader, filter: &ToolFilter) -> rusqlite::Result<Vec<
     let mut calls = Vec::new();
     for_each_tool_call(reader, filter, |call| calls.push(call))?;
     Ok(calls)
+}
+
+/// A request the agent made of the client (`fs/*`, `terminal/*`), with its answer.
+#[derive(Debug, Clone)]
+pub struct ClientRequest {
+    pub seq: i64,
+    pub ts: i64,
+    pub method: String,
+    pub raw: Vec<u8>,
+    /// When the answer was read, and the answer's line.
+    pub answer: Option<(i64, Vec<u8>)>,
+}
+
+/// The session's `fs/*` and `terminal/*` requests from the agent, in order, with their answers
+/// (one pass over the connection's lines for each).
+pub fn client_requests(
+    reader: &Reader,
+    session: &SessionRef,
+) -> rusqlite::Result<Vec<ClientRequest>> {
+    let conn = reader.conn();
+    let of_client = "(method LIKE 'fs/%' OR method LIKE 'terminal/%')";
+    let mut answers: HashMap<i64, (i64, Vec<u8>)> = conn
+        .prepare(&format!(
+            "SELECT reply_to_seq, ts, raw FROM messages
+             WHERE connection_id = ?1 AND direction = 'c2a' AND kind = 'response'
+               AND reply_to_seq IS NOT NULL AND {of_client}"
+        ))?
+        .query_map([session.connection_id], |r| {
+            Ok((r.get(0)?, (r.get(1)?, r.get(2)?)))
+        })?
+        .collect::<Result<_, _>>()?;
+    conn.prepare(&format!(
+        "SELECT seq, ts, method, raw FROM messages
+         WHERE connection_id = ?1 AND session_id = ?2 AND direction = 'a2c' AND kind = 'request'
+           AND {of_client}
+         ORDER BY seq"
+    ))?
+    .query_map(params![session.connection_id, session.session_id], |r| {
+        let seq: i64 = r.get(0)?;
+        Ok(ClientRequest {
+            seq,
+            ts: r.get(1)?,
+            method: r.get(2)?,
+            raw: r.get(3)?,
+            answer: None,
+        })
+    })?
+    .map(|request| {
+        request.map(|mut request| {
+            request.answer = answers.remove(&request.seq);
+            request
+        })
+    })
+    .collect()
 }
 
 /// One tool call of a session, by its id.

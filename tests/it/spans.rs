@@ -19,7 +19,7 @@ fn text<'a>(span: &'a Span, key: &str) -> Option<&'a str> {
 
 #[test]
 fn every_sample_becomes_one_tree_with_every_call_and_decision() {
-    let (mut checked_calls, mut checked_permissions) = (0, 0);
+    let (mut checked_calls, mut checked_permissions, mut checked_requests) = (0, 0, 0);
     for sample in SAMPLES {
         let sb = Sandbox::new();
         sb.acptap(&["import", fixture(sample).to_str().unwrap()]);
@@ -100,9 +100,34 @@ fn every_sample_becomes_one_tree_with_every_call_and_decision() {
             .filter(|s| text(s, "gen_ai.operation.name") == Some("invoke_agent"))
             .count();
         assert_eq!(turn_spans, turns.len(), "{sample}: turns");
+
+        // Every fs/* and terminal/* request of the agent, with its method and path.
+        let requests = queries::client_requests(&reader, &session).unwrap();
+        let request_spans: Vec<&Span> = spans
+            .iter()
+            .filter(|s| text(s, "acp.client_request.method").is_some())
+            .collect();
+        assert_eq!(
+            request_spans.len(),
+            requests.len(),
+            "{sample}: client requests"
+        );
+        for (span, request) in request_spans.iter().zip(&requests) {
+            assert_eq!(span.name, request.method);
+            if request.method.starts_with("fs/") {
+                assert!(text(span, "acp.fs.path").is_some(), "{sample}: no path");
+            }
+            assert_eq!(
+                request.answer.is_some(),
+                span.status != acptap::export::spans::Status::Unset,
+                "{sample}: {} answered or not",
+                request.method
+            );
+        }
+        checked_requests += requests.len();
     }
     assert!(
-        checked_calls > 0 && checked_permissions > 0,
+        checked_calls > 0 && checked_permissions > 0 && checked_requests > 0,
         "the samples had nothing to check: {checked_calls} calls, {checked_permissions} permissions"
     );
 }
