@@ -32,6 +32,17 @@ pub struct Config {
     pub color: Option<ColorChoice>,
     #[serde(default)]
     pub redact: RedactConfig,
+    #[serde(default)]
+    pub otlp: OtlpConfig,
+}
+
+/// Where `acptap export --format otlp` sends, when the command line does not say.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtlpConfig {
+    pub endpoint: Option<String>,
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -136,5 +147,12 @@ mod tests {
         assert_eq!(c.color, Some(ColorChoice::Never));
         assert!(c.redact.default, "defaults stay on unless turned off");
         assert_eq!(c.redact.patterns, vec!["a".to_owned()]);
+        let c: Config = toml::from_str(
+            "[otlp]\nendpoint = \"http://h:4318\"\nheaders = { authorization = \"Bearer k\" }\n",
+        )
+        .unwrap();
+        assert_eq!(c.otlp.endpoint.as_deref(), Some("http://h:4318"));
+        assert_eq!(c.otlp.headers["authorization"], "Bearer k");
+        assert!(toml::from_str::<Config>("[otlp]\nendpiont = \"x\"\n").is_err());
     }
 }

@@ -81,6 +81,7 @@ impl Endpoint {
 /// percent-encoded).
 pub fn from_environment(
     url: Option<&str>,
+    defaults: Vec<(String, String)>,
     mut headers: Vec<(String, String)>,
     var: impl Fn(&str) -> Option<String>,
 ) -> Result<Endpoint, String> {
@@ -89,7 +90,7 @@ pub fn from_environment(
         .or_else(|| var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
         .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))
         .unwrap_or_else(|| "http://localhost:4318".to_owned());
-    let mut from_env = Vec::new();
+    let mut from_env = defaults;
     for name in [
         "OTEL_EXPORTER_OTLP_HEADERS",
         "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
@@ -104,7 +105,8 @@ pub fn from_environment(
             from_env.push((key.trim().to_owned(), percent_decode(value.trim())));
         }
     }
-    // The command line comes last, so it wins where names repeat.
+    // Defaults (the config file), then the environment, then the command line: the later wins
+    // where names repeat.
     from_env.append(&mut headers);
     Ok(Endpoint::new(&url, from_env))
 }
@@ -272,10 +274,11 @@ mod tests {
                     .map(|(_, v)| (*v).to_owned())
             }
         };
-        let none = from_environment(None, vec![], env(&[])).unwrap();
+        let none = from_environment(None, vec![], vec![], env(&[])).unwrap();
         assert_eq!(none.url, "http://localhost:4318/v1/traces");
         let base = from_environment(
             None,
+            vec![("x-team".into(), "6".into())],
             vec![],
             env(&[
                 ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://otel.example:4318"),
@@ -284,15 +287,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(base.url, "https://otel.example:4318/v1/traces");
+        // The config's x-team=6 comes first; the environment's x-team=7 is sent after it and wins.
         assert_eq!(
             base.headers,
             vec![
+                ("x-team".to_owned(), "6".to_owned()),
                 ("api-key".to_owned(), "a b=c".to_owned()),
                 ("x-team".to_owned(), "7".to_owned())
             ]
         );
         let given = from_environment(
             Some("http://127.0.0.1:6006"),
+            vec![],
             vec![("x-team".into(), "8".into())],
             env(&[(
                 "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
@@ -305,6 +311,7 @@ mod tests {
         assert!(
             from_environment(
                 None,
+                vec![],
                 vec![],
                 env(&[("OTEL_EXPORTER_OTLP_HEADERS", "novalue")])
             )

@@ -10,7 +10,7 @@ use super::super::config::Config;
 use super::super::{ExportArgs, ExportFormat, ImportArgs, print, write_private};
 
 /// `acptap export`.
-pub(in crate::cli) fn export(args: ExportArgs, _config: &Config) -> anyhow::Result<i32> {
+pub(in crate::cli) fn export(args: ExportArgs, config: &Config) -> anyhow::Result<i32> {
     let reader = args.db.read()?;
     let session = queries::resolve_session(&reader, &args.session)?;
     let lines = match args.format {
@@ -21,10 +21,24 @@ pub(in crate::cli) fn export(args: ExportArgs, _config: &Config) -> anyhow::Resu
         ExportFormat::Trace => crate::export::trace::export(&reader, session.connection_id)?,
         ExportFormat::Otlp => {
             let spans = crate::export::spans::session_spans(&reader, &session)?;
+            // The command line, then the environment, then the config file's `[otlp]`.
+            let defaults = config
+                .otlp
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             let endpoint = crate::export::otlp::from_environment(
                 args.endpoint.as_deref(),
+                defaults,
                 args.headers,
-                |name| std::env::var(name).ok(),
+                |name| {
+                    std::env::var(name).ok().or_else(|| {
+                        (name == "OTEL_EXPORTER_OTLP_ENDPOINT")
+                            .then(|| config.otlp.endpoint.clone())
+                            .flatten()
+                    })
+                },
             )
             .map_err(|e| anyhow::anyhow!(e))?;
             let sent = crate::export::otlp::send(&spans, &endpoint)?;
