@@ -200,17 +200,15 @@ fn kill_9_of_the_proxy_leaves_a_sound_prefix_shown_as_interrupted() {
         // Once something is recorded (the recorder yields the CPU to forwarding, so on a busy
         // machine its first commit can take a while), at a different point of the stream each run.
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while sb
-            .db()
-            .exists()
-            .then(|| {
-                sb.conn()
-                    .query_row("SELECT count(*) FROM messages", [], |r| r.get::<_, i64>(0))
-                    .unwrap_or(0)
-            })
-            .unwrap_or(0)
-            == 0
-        {
+        let recorded = || {
+            if !sb.db().exists() {
+                return 0;
+            }
+            sb.conn()
+                .query_row("SELECT count(*) FROM messages", [], |r| r.get::<_, i64>(0))
+                .unwrap_or(0)
+        };
+        while recorded() == 0 {
             assert!(
                 std::time::Instant::now() < deadline,
                 "run {run}: nothing recorded in 30 s"
