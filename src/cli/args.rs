@@ -128,6 +128,21 @@ pub struct RunArgs {
     pub shadow: bool,
     #[command(flatten)]
     pub redaction: RedactArgs,
+    /// Send the session's spans over OTLP/HTTP while it runs (see docs/otlp.md): to URL, else
+    /// to $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT, the config file's
+    /// `otlp.endpoint`, or http://localhost:4318.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub otlp: Option<String>,
+    /// Do not send spans, even if the config file's `otlp.run` says so.
+    #[arg(long, conflicts_with = "otlp")]
+    pub no_otlp: bool,
+    /// With --otlp: an HTTP header for the collector, `NAME=VALUE` (repeatable).
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE", value_parser = parse_header)]
+    pub otlp_headers: Vec<(String, String)>,
+    /// With --otlp: put tool calls' arguments and results (as recorded, so redacted) into the
+    /// spans.
+    #[arg(long)]
+    pub otlp_tool_content: bool,
     /// Once the client has closed our stdin, how long the agent may take to exit before it gets
     /// SIGTERM (then SIGKILL after the same time again). E.g. 5s, 500ms.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -363,6 +378,10 @@ pub struct ExportArgs {
     /// $OTEL_EXPORTER_OTLP_TRACES_HEADERS.
     #[arg(long = "header", value_name = "NAME=VALUE", value_parser = parse_header)]
     pub headers: Vec<(String, String)>,
+    /// With `--format otlp`: put tool calls' arguments and results (as recorded, so redacted)
+    /// into the spans [default: the config file's `otlp.tool_content`]
+    #[arg(long)]
+    pub tool_content: bool,
 }
 
 /// What is hidden from the recording: the same for `run` and `import`.

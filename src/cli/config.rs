@@ -36,13 +36,45 @@ pub struct Config {
     pub otlp: OtlpConfig,
 }
 
-/// Where `acptap export --format otlp` sends, when the command line does not say.
+/// Where `acptap export --format otlp` and `acptap run --otlp` send, when the command line and
+/// the environment do not say; and whether every `acptap run` sends.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OtlpConfig {
     pub endpoint: Option<String>,
     #[serde(default)]
     pub headers: std::collections::BTreeMap<String, String>,
+    /// Every `acptap run` exports live, as with `--otlp` (`--no-otlp` turns it off).
+    #[serde(default)]
+    pub run: bool,
+    /// Tool calls' arguments and results go into the spans.
+    #[serde(default)]
+    pub tool_content: bool,
+}
+
+impl OtlpConfig {
+    /// The endpoint: `url` (the command line), else the OpenTelemetry environment variables,
+    /// else this section's `endpoint`, else localhost; headers from this section, then the
+    /// environment, then `headers` (the command line), the later winning.
+    pub fn endpoint(
+        &self,
+        url: Option<&str>,
+        headers: Vec<(String, String)>,
+    ) -> anyhow::Result<crate::export::otlp::Endpoint> {
+        let defaults = self
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        crate::export::otlp::from_environment(url, defaults, headers, |name| {
+            std::env::var(name).ok().or_else(|| {
+                (name == "OTEL_EXPORTER_OTLP_ENDPOINT")
+                    .then(|| self.endpoint.clone())
+                    .flatten()
+            })
+        })
+        .map_err(|e| anyhow::anyhow!(e))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -42,6 +42,7 @@ pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
         policy: None,
         shadow: false,
         redactor: Redactor::default_only(),
+        recorded_as: None,
     })?;
     let InProcess {
         mut to_agent,

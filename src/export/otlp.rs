@@ -21,10 +21,10 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanExporter, SpanLinks};
 use super::spans::{Attribute, Span, SpanKind, Status};
 
 /// Spans sent in one request: a long session goes in several.
-const SPANS_PER_REQUEST: usize = 512;
+pub const SPANS_PER_REQUEST: usize = 512;
 
-/// A refused request is sent again after this, then after twice as long, up to [`LAST_RETRY`]
-/// (about 16 s in all for one request).
+/// A refused request is sent again after this, then after twice as long, each wait at most
+/// [`LAST_RETRY`].
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 const LAST_RETRY: Duration = Duration::from_secs(8);
 
@@ -90,6 +90,19 @@ pub fn from_environment(
         .or_else(|| var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
         .or_else(|| var("OTEL_EXPORTER_OTLP_ENDPOINT"))
         .unwrap_or_else(|| "http://localhost:4318".to_owned());
+    let scheme_end = url.find("://").map(|i| i + 3);
+    let scheme = scheme_end.map(|end| url[..end].to_ascii_lowercase());
+    let host = scheme_end.map_or("", |end| &url[end..]);
+    if !matches!(scheme.as_deref(), Some("http://" | "https://"))
+        || host.is_empty()
+        || host.starts_with('/')
+        || url.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(format!(
+            "`{url}` is not an OTLP/HTTP endpoint: give a URL such as http://localhost:4318 \
+             (acptap sends OTLP over HTTP with protobuf, not gRPC)"
+        ));
+    }
     let mut from_env = defaults;
     for name in [
         "OTEL_EXPORTER_OTLP_HEADERS",
@@ -136,54 +149,90 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Sends `spans`; returns how many were sent.
-pub fn send(spans: &[Span], endpoint: &Endpoint) -> Result<usize, OtlpError> {
-    let setup = |message: String| OtlpError::Setup {
-        endpoint: endpoint.url.clone(),
-        message,
-    };
-    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_protocol(Protocol::HttpBinary)
-        .with_endpoint(&endpoint.url)
-        .with_timeout(REQUEST_TIMEOUT)
-        .with_headers(endpoint.headers.iter().cloned().collect())
-        .build()
-        .map_err(|e| setup(e.to_string()))?;
-    exporter.set_resource(
-        &Resource::builder_empty()
-            .with_attributes([
-                KeyValue::new("service.name", "acptap"),
-                KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
-            ])
-            .build(),
-    );
-    let mut sent = 0;
-    for chunk in spans.chunks(SPANS_PER_REQUEST) {
+/// How long `export` keeps sending one request again while the backend refuses it.
+const EXPORT_PATIENCE: Duration = Duration::from_secs(16);
+
+/// One OTLP/HTTP exporter, for any number of requests to one endpoint.
+pub struct Sender {
+    exporter: opentelemetry_otlp::SpanExporter,
+    url: String,
+}
+
+impl Sender {
+    /// An exporter whose requests give up after `timeout`.
+    pub fn new(endpoint: &Endpoint, timeout: Duration) -> Result<Sender, OtlpError> {
+        let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_endpoint(&endpoint.url)
+            .with_timeout(timeout)
+            .with_headers(endpoint.headers.iter().cloned().collect())
+            .build()
+            .map_err(|e| OtlpError::Setup {
+                endpoint: endpoint.url.clone(),
+                message: e.to_string(),
+            })?;
+        exporter.set_resource(
+            &Resource::builder_empty()
+                .with_attributes([
+                    KeyValue::new("service.name", "acptap"),
+                    KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+                ])
+                .build(),
+        );
+        Ok(Sender {
+            exporter,
+            url: endpoint.url.clone(),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Sends one request of spans. A backend that answers with a status (503 when its
+    /// ingestion is full, 429) is there and busy: it gets the request again after 250 ms, then
+    /// after twice as long each time, as the OTLP specification asks, while the waits fit in
+    /// `patience`. The error is the exporter's last.
+    pub fn send_request(&mut self, spans: &[Span], patience: Duration) -> Result<(), String> {
         let mut wait = FIRST_RETRY;
+        let mut waited = Duration::ZERO;
         loop {
-            let batch = chunk.iter().map(span_data).collect();
-            match block_on(exporter.export(batch)) {
-                Ok(()) => break,
-                // A backend that answered with a status (503 when its ingestion is full, 429)
-                // is there and busy: it gets time, as the OTLP specification asks.
-                Err(e) if e.to_string().contains("Status(") && wait <= LAST_RETRY => {
+            let batch = spans.iter().map(span_data).collect();
+            match block_on(self.exporter.export(batch)) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.to_string().contains("Status(") && waited + wait <= patience => {
                     std::thread::sleep(wait);
-                    wait *= 2;
+                    waited += wait;
+                    wait = (wait * 2).min(LAST_RETRY);
                 }
-                Err(e) => {
-                    return Err(OtlpError::Send {
-                        endpoint: endpoint.url.clone(),
-                        sent,
-                        total: spans.len(),
-                        message: e.to_string(),
-                    });
-                }
+                Err(e) => return Err(e.to_string()),
             }
         }
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        let _ = self.exporter.shutdown();
+    }
+}
+
+/// Sends `spans`, [`SPANS_PER_REQUEST`] at a time; returns how many were sent.
+pub fn send(spans: &[Span], endpoint: &Endpoint) -> Result<usize, OtlpError> {
+    let mut sender = Sender::new(endpoint, REQUEST_TIMEOUT)?;
+    let mut sent = 0;
+    for chunk in spans.chunks(SPANS_PER_REQUEST) {
+        sender
+            .send_request(chunk, EXPORT_PATIENCE)
+            .map_err(|message| OtlpError::Send {
+                endpoint: endpoint.url.clone(),
+                sent,
+                total: spans.len(),
+                message,
+            })?;
         sent += chunk.len();
     }
-    let _ = exporter.shutdown();
     Ok(sent)
 }
 
@@ -318,6 +367,20 @@ mod tests {
             .unwrap_err()
             .contains("novalue")
         );
+        for bad in [
+            "localhost:4318",
+            "grpc://h:4317",
+            "http://",
+            "http:///v1",
+            "http://h x",
+        ] {
+            let error = from_environment(Some(bad), vec![], vec![], env(&[])).unwrap_err();
+            assert!(
+                error.contains("not an OTLP/HTTP endpoint"),
+                "{bad}: {error}"
+            );
+        }
+        assert!(from_environment(Some("HTTPS://h"), vec![], vec![], env(&[])).is_ok());
     }
 
     #[test]

@@ -57,6 +57,75 @@ pub struct Span {
     pub end_us: i64,
     pub attributes: Vec<(&'static str, Attribute)>,
     pub status: Status,
+    /// Whether the recording holds the span's end (a turn answered, a tool call completed or
+    /// failed, a permission decided, a request answered, the connection ended). An unfinished
+    /// span ends at the last thing recorded of its session; live export waits for the end.
+    pub finished: bool,
+}
+
+/// What goes into the spans beyond their structure.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpanOptions {
+    /// Tool calls' arguments (`rawInput`) and results (`rawOutput`, else their content), as
+    /// recorded: redacted like the database.
+    pub tool_content: bool,
+}
+
+/// A tool call's arguments or result is cut to this many bytes in a span attribute.
+pub const MAX_CONTENT_BYTES: usize = 16 * 1024;
+
+/// A W3C trace context (`traceparent`) a client put in a request's `_meta`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceParent {
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+}
+
+/// Parses a `traceparent` value as W3C Trace Context level 1 defines it:
+/// `VERSION-TRACEID-PARENTID-FLAGS` in lowercase hex; version `ff` and all-zero ids are invalid;
+/// a version above 00 may carry more fields after the flags.
+pub fn parse_traceparent(text: &str) -> Option<TraceParent> {
+    fn hex<const N: usize>(text: &str) -> Option<[u8; N]> {
+        if text.len() != 2 * N || !text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return None;
+        }
+        let mut out = [0; N];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+        }
+        Some(out)
+    }
+    let mut parts = text.split('-');
+    let version = hex::<1>(parts.next()?)?[0];
+    let trace_id = hex::<16>(parts.next()?)?;
+    let span_id = hex::<8>(parts.next()?)?;
+    hex::<1>(parts.next()?)?;
+    let more = parts.next().is_some();
+    if version == 0xff || (version == 0 && more) || trace_id == [0; 16] || span_id == [0; 8] {
+        return None;
+    }
+    Some(TraceParent { trace_id, span_id })
+}
+
+/// The `_meta.traceparent` of a recorded request line, when valid.
+fn traceparent_of(raw: &[u8]) -> Option<TraceParent> {
+    let value: serde_json::Value = serde_json::from_slice(raw).ok()?;
+    parse_traceparent(value["params"]["_meta"]["traceparent"].as_str()?)
+}
+
+/// A JSON value as an attribute, cut to [`MAX_CONTENT_BYTES`].
+fn content(value: &serde_json::Value) -> Attribute {
+    let mut text = value.to_string();
+    if text.len() > MAX_CONTENT_BYTES {
+        let total = text.len();
+        let mut cut = MAX_CONTENT_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str(&format!("…[cut: {total} bytes in all]"));
+    }
+    Attribute::Text(text)
 }
 
 /// The trace id of a session: a digest of its id and its connection's start.
@@ -96,14 +165,48 @@ fn text(key: &'static str, value: Option<&str>) -> Option<(&'static str, Attribu
 }
 
 /// The spans of one session, parents before their children.
-pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<Span>> {
+///
+/// Where the client sent a W3C `traceparent` in the `_meta` of the request that opened the
+/// session (else of its first prompt that has one), the spans join that trace: the root span's
+/// parent is the client's span, and a turn whose prompt names a span of the same trace is that
+/// span's child. Span ids stay derived from the recording.
+pub fn session_spans(
+    reader: &Reader,
+    session: &SessionRef,
+    options: SpanOptions,
+) -> rusqlite::Result<Vec<Span>> {
     let summary = queries::session_summary_of(reader, session)?;
     let (started_at, _) = queries::connection_start_and_signal(reader, session.connection_id)?;
-    let trace = trace_id(
+    // Span ids come from the recording's own trace id, so two sessions in one client trace
+    // never share one.
+    let ids = trace_id(
         &session.session_id,
         started_at.unwrap_or(summary.created_at),
     );
     let turns = queries::turns(reader, session)?;
+    let mut prompt_parents = std::collections::HashMap::new();
+    let mut usages = std::collections::HashMap::new();
+    for (request_seq, request, response) in
+        queries::turn_lines_mentioning(reader, session, "traceparent", "\"usage\"")?
+    {
+        if let Some(parent) = traceparent_of(&request) {
+            prompt_parents.insert(request_seq, parent);
+        }
+        let usage = response
+            .and_then(|raw| serde_json::from_slice::<serde_json::Value>(&raw).ok())
+            .map(|mut v| v["result"]["usage"].take());
+        if let Some(usage @ serde_json::Value::Object(_)) = usage {
+            usages.insert(request_seq, usage);
+        }
+    }
+    let client_parent = queries::session_opening_request(reader, session)?
+        .and_then(|raw| traceparent_of(&raw))
+        .or_else(|| {
+            turns
+                .iter()
+                .find_map(|t| prompt_parents.get(&t.request_seq).copied())
+        });
+    let trace = client_parent.map_or(ids, |p| p.trace_id);
     let calls = queries::session_tool_calls(reader, session)?;
     let permissions = queries::permission_requests(reader, session)?;
 
@@ -121,7 +224,7 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
         .max()
         .unwrap_or(summary.created_at)
         .max(summary.created_at);
-    let root = span_id(&trace, "session");
+    let root = span_id(&ids, "session");
     let common = |attributes: &mut Vec<(&'static str, Attribute)>| {
         attributes.push((
             "gen_ai.conversation.id",
@@ -146,16 +249,17 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
     spans.push(Span {
         trace_id: trace,
         span_id: root,
-        parent_span_id: None,
+        parent_span_id: client_parent.map(|p| p.span_id),
         name: "acp.session".into(),
         kind: SpanKind::Internal,
         start_us: summary.created_at,
         end_us: last_seen,
         attributes,
         status: Status::Unset,
+        finished: summary.connection_ended_at.is_some(),
     });
 
-    let turn_span = |i: usize| span_id(&trace, &format!("turn {}", turns[i].request_seq));
+    let turn_span = |i: usize| span_id(&ids, &format!("turn {}", turns[i].request_seq));
     for (i, turn) in turns.iter().enumerate() {
         let mut attributes = Vec::new();
         common(&mut attributes);
@@ -174,10 +278,34 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
             "acp.turn.cancel_requested",
             Attribute::Bool(turn.cancel_requested_at.is_some()),
         ));
+        if let Some(duration) = turn.duration_us {
+            attributes.push(("acp.turn.duration_us", Attribute::Int(duration)));
+        }
+        if let Some(usage) = usages.get(&turn.request_seq) {
+            for (field, key) in [
+                ("inputTokens", "gen_ai.usage.input_tokens"),
+                ("outputTokens", "gen_ai.usage.output_tokens"),
+                ("cachedReadTokens", "gen_ai.usage.cache_read.input_tokens"),
+                (
+                    "cachedWriteTokens",
+                    "gen_ai.usage.cache_creation.input_tokens",
+                ),
+                ("thoughtTokens", "acp.usage.thought_tokens"),
+                ("totalTokens", "acp.usage.total_tokens"),
+            ] {
+                if let Some(n) = usage[field].as_i64() {
+                    attributes.push((key, Attribute::Int(n)));
+                }
+            }
+        }
+        let parent = prompt_parents
+            .get(&turn.request_seq)
+            .filter(|p| p.trace_id == trace)
+            .map_or(root, |p| p.span_id);
         spans.push(Span {
             trace_id: trace,
             span_id: turn_span(i),
-            parent_span_id: Some(root),
+            parent_span_id: Some(parent),
             name: format!("invoke_agent {}", summary.agent),
             kind: SpanKind::Internal,
             start_us: turn.started_at,
@@ -188,6 +316,7 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
                 (None, Some(_)) => Status::Ok,
                 (None, None) => Status::Unset,
             },
+            finished: turn.ended_at.is_some(),
         });
     }
 
@@ -200,7 +329,7 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
         })
         .map_or(root, turn_span)
     };
-    let call_span = |id: &str| span_id(&trace, &format!("tool call {id}"));
+    let call_span = |id: &str| span_id(&ids, &format!("tool call {id}"));
     for call in &calls {
         let kind = call.kind.as_deref().unwrap_or("other");
         let mut attributes = Vec::new();
@@ -222,6 +351,15 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
             attributes.push(("acp.tool_call.locations", Attribute::Texts(paths)));
         }
         attributes.push(("acp.tool_call.updates", Attribute::Int(call.update_count)));
+        if options.tool_content {
+            if let Some(input) = &call.raw_input {
+                attributes.push(("gen_ai.tool.call.arguments", content(input)));
+            }
+            if let Some(result) = call.raw_output.as_ref().or(call.content.as_ref()) {
+                attributes.push(("gen_ai.tool.call.result", content(result)));
+            }
+        }
+        let finished = matches!(call.status.as_deref(), Some("completed" | "failed"));
         spans.push(Span {
             trace_id: trace,
             span_id: call_span(&call.tool_call_id),
@@ -236,6 +374,7 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
                 Some("completed") => Status::Ok,
                 _ => Status::Unset,
             },
+            finished,
         });
     }
 
@@ -244,7 +383,13 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
             .tool_call_id
             .as_deref()
             .filter(|id| calls.iter().any(|c| c.tool_call_id == *id));
-        let decided_by = request.decided_by.as_deref().unwrap_or("unanswered");
+        // Who decided, in the words of the telemetry: acptap's policy, the user (whatever the
+        // client answered, by its user or its own setting), or nobody (the turn was cancelled).
+        let decided_by = match request.decided_by.as_deref() {
+            Some("client") => "user",
+            Some(other) => other,
+            None => "unanswered",
+        };
         let mut attributes = Vec::new();
         common(&mut attributes);
         attributes.extend(text("gen_ai.tool.call.id", request.tool_call_id.as_deref()));
@@ -269,12 +414,19 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
             "acp.permission.policy.rule",
             request.policy_rule.as_deref(),
         ));
+        attributes.extend(text(
+            "acp.permission.policy.hash",
+            request.policy_hash.as_deref(),
+        ));
+        if request.policy_shadow {
+            attributes.push(("acp.permission.policy.shadow", Attribute::Bool(true)));
+        }
         if let Some(wait) = request.decision_us {
             attributes.push(("acp.permission.wait_us", Attribute::Int(wait)));
         }
         spans.push(Span {
             trace_id: trace,
-            span_id: span_id(&trace, &format!("permission {}", request.request_seq)),
+            span_id: span_id(&ids, &format!("permission {}", request.request_seq)),
             parent_span_id: Some(
                 known_call.map_or_else(|| parent_of(Some(request.request_seq)), call_span),
             ),
@@ -287,6 +439,7 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
                 .max(request.requested_at),
             attributes,
             status: Status::Unset,
+            finished: request.decided_at.is_some(),
         });
     }
     for request in queries::client_requests(reader, session)? {
@@ -317,11 +470,12 @@ pub fn session_spans(reader: &Reader, session: &SessionRef) -> rusqlite::Result<
         };
         spans.push(Span {
             trace_id: trace,
-            span_id: span_id(&trace, &format!("client request {}", request.seq)),
+            span_id: span_id(&ids, &format!("client request {}", request.seq)),
             parent_span_id: Some(parent_of(Some(request.seq))),
             name: request.method.clone(),
             kind: SpanKind::Client,
             start_us: request.ts,
+            finished: answer.is_some(),
             end_us: answer.map_or(last_seen, |(ts, _)| ts).max(request.ts),
             attributes,
             status,
@@ -343,5 +497,45 @@ mod tests {
         assert_ne!(span_id(&a, "turn 3"), span_id(&a, "turn 4"));
         assert_eq!(span_id(&a, "session"), span_id(&a, "session"));
         assert_ne!(a, [0; 16]);
+    }
+
+    #[test]
+    fn traceparent_is_read_as_w3c_trace_context_says() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let parsed = parse_traceparent(good).unwrap();
+        assert_eq!(parsed.trace_id[0], 0x4b);
+        assert_eq!(parsed.span_id[7], 0xb7);
+        // A later version may add fields; version 00 may not.
+        assert!(parse_traceparent(&format!("01{}-more", &good[2..])).is_some());
+        for bad in [
+            "",
+            &format!("{good}-more"),
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",
+            "0x-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-+bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(parse_traceparent(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn long_content_is_cut_on_a_character_boundary_and_says_so() {
+        let long = serde_json::Value::String("é".repeat(MAX_CONTENT_BYTES));
+        let Attribute::Text(text) = content(&long) else {
+            panic!("not text")
+        };
+        assert!(text.len() < MAX_CONTENT_BYTES + 64);
+        assert!(text.ends_with(&format!("[cut: {} bytes in all]", long.to_string().len())));
+        let short = serde_json::json!({"command": "ls"});
+        assert_eq!(
+            content(&short),
+            Attribute::Text(r#"{"command":"ls"}"#.into())
+        );
     }
 }

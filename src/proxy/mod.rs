@@ -60,6 +60,8 @@ pub struct RunOptions {
     pub shadow: bool,
     /// What is hidden from the recording (never from the peers).
     pub redactor: crate::record::redact::Redactor,
+    /// Given the recording's connection id once its row is written (for live export).
+    pub recorded_as: Option<std::sync::Arc<std::sync::OnceLock<i64>>>,
 }
 
 enum Event {
@@ -191,6 +193,7 @@ pub fn run(mut options: RunOptions, client: ClientStreams) -> anyhow::Result<Run
             pid: Some(pid),
             started_at: now_us(),
         },
+        options.recorded_as.clone(),
     );
     let (events_tx, events) = channel();
     let signals = if client.forward_signals {

@@ -57,7 +57,7 @@ const RECORDER_NICENESS: libc::c_int = 10;
 
 /// Lowers this thread's scheduling priority by [`RECORDER_NICENESS`] (Linux takes a thread id for
 /// `PRIO_PROCESS`). Failing that changes nothing but latency, so it is not an error.
-fn yield_to_forwarding() {
+pub fn yield_to_forwarding() {
     // SAFETY: plain system calls on this thread's own id.
     unsafe {
         let thread = libc::gettid();
@@ -253,10 +253,12 @@ pub enum Destination {
 impl Recorder {
     /// Starts the recorder thread. Opening the database happens on that thread, so a slow or
     /// locked database never delays the start of forwarding.
+    /// `recorded_as` is given the connection's id once its row is written.
     pub fn start(
         destination: Destination,
         redactor: redact::Redactor,
         start: ConnectionStart,
+        recorded_as: Option<Arc<std::sync::OnceLock<i64>>>,
     ) -> Recorder {
         let queue = Arc::new(ByteBoundedQueue::new(RECORD_BUFFER_BYTES));
         let enabled = matches!(destination, Destination::Database(_));
@@ -266,7 +268,7 @@ impl Recorder {
                 .name("acptap-recorder".into())
                 .spawn(move || {
                     yield_to_forwarding();
-                    run(destination, redactor, start, &queue)
+                    run(destination, redactor, start, &queue, recorded_as)
                 })
                 .expect("spawn the recorder thread")
         };
@@ -338,6 +340,7 @@ fn run(
     redactor: redact::Redactor,
     start: ConnectionStart,
     queue: &ByteBoundedQueue<Item>,
+    recorded_as: Option<Arc<std::sync::OnceLock<i64>>>,
 ) -> Option<i64> {
     let mut sink = Sink {
         store: None,
@@ -351,6 +354,9 @@ fn run(
     let mut held: Vec<Line> = Vec::new();
     if let Destination::Database(path) = &destination {
         sink.store = open_when_unlocked(path, &start, queue, &mut sink, &mut held, &mut end);
+    }
+    if let (Some((_, id)), Some(cell)) = (&sink.store, recorded_as) {
+        let _ = cell.set(*id);
     }
     // Checkpoints (copying the WAL into the database, a third of SQLite's work) run on a thread
     // and connection of their own, so the recorder only appends.

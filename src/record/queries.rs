@@ -496,6 +496,8 @@ pub struct PermissionRow {
     pub policy_decision: Option<String>,
     pub policy_reason: Option<String>,
     pub policy_shadow: bool,
+    /// The digest of the policy files that decided (or evaluated) it.
+    pub policy_hash: Option<String>,
 }
 
 pub fn permission_requests(
@@ -506,7 +508,7 @@ pub fn permission_requests(
     conn.prepare(
         "SELECT tool_call_id, request_seq, requested_at, decided_at, decision_us, options, outcome,
                 option_id, option_kind, decided_by, policy_rule, policy_decision, policy_reason,
-                policy_shadow
+                policy_shadow, policy_hash
          FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2 ORDER BY request_seq",
     )?
     .query_map(params![session.connection_id, session.session_id], |r| {
@@ -525,6 +527,7 @@ pub fn permission_requests(
             policy_decision: r.get(11)?,
             policy_reason: r.get(12)?,
             policy_shadow: r.get::<_, Option<bool>>(13)?.unwrap_or(false),
+            policy_hash: r.get(14)?,
         })
     })?
     .collect()
@@ -780,6 +783,72 @@ pub fn connection_start_and_signal(
         [connection_id],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
+}
+
+/// Every session a connection recorded (created, loaded, or only named), in order.
+pub fn connection_sessions(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<String>> {
+    reader
+        .conn()
+        .prepare(
+            "SELECT session_id FROM sessions WHERE connection_id = ?1 ORDER BY created_at, id",
+        )?
+        .query_map([connection_id], |r| r.get(0))?
+        .collect()
+}
+
+/// The request that opened the session (`session/new`, `session/load`, ...): its raw line, if
+/// recorded.
+pub fn session_opening_request(
+    reader: &Reader,
+    session: &SessionRef,
+) -> rusqlite::Result<Option<Vec<u8>>> {
+    reader
+        .conn()
+        .query_row(
+            "SELECT request.raw FROM messages response
+             JOIN messages request ON request.connection_id = response.connection_id
+                                  AND request.seq = response.reply_to_seq
+             WHERE response.connection_id = ?1 AND response.kind = 'response'
+               AND response.method IN ('session/new', 'session/load', 'session/resume', 'session/fork')
+               AND (response.session_id = ?2 OR request.session_id = ?2)
+             ORDER BY response.seq LIMIT 1",
+            params![session.connection_id, session.session_id],
+            |r| r.get(0),
+        )
+        .optional()
+}
+
+/// The prompt turns of a session whose request mentions `in_request` or whose response mentions
+/// `in_response` (a `_meta` key, `usage`): the request's seq, the request's line and the
+/// response's line. The rest are not read.
+pub fn turn_lines_mentioning(
+    reader: &Reader,
+    session: &SessionRef,
+    in_request: &str,
+    in_response: &str,
+) -> rusqlite::Result<Vec<(i64, Vec<u8>, Option<Vec<u8>>)>> {
+    reader
+        .conn()
+        .prepare(
+            "SELECT t.request_seq, request.raw, response.raw FROM prompt_turns t
+             JOIN messages request ON request.connection_id = t.connection_id
+                                  AND request.seq = t.request_seq
+             LEFT JOIN messages response ON response.connection_id = t.connection_id
+                                        AND response.seq = t.response_seq
+             WHERE t.connection_id = ?1 AND t.session_id = ?2
+               AND (instr(request.raw, CAST(?3 AS BLOB)) OR instr(response.raw, CAST(?4 AS BLOB)))
+             ORDER BY t.request_seq",
+        )?
+        .query_map(
+            params![
+                session.connection_id,
+                session.session_id,
+                in_request,
+                in_response
+            ],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?
+        .collect()
 }
 
 /// The sessions a connection created or loaded (not merely named), in order.

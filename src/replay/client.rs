@@ -313,6 +313,7 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         policy: None,
         shadow: false,
         redactor: Redactor::default_only(),
+        recorded_as: None,
     })
     .with_context(|| {
         format!(

@@ -145,7 +145,8 @@ fn every_sample_reaches_phoenix_as_one_trace_with_its_calls_and_decisions() {
 
         let reader = Reader::open(&sb.db()).unwrap();
         let session = resolve_session(&reader, "last").unwrap();
-        let model = acptap::export::spans::session_spans(&reader, &session).unwrap();
+        let model =
+            acptap::export::spans::session_spans(&reader, &session, Default::default()).unwrap();
         let trace = hex(&model[0].trace_id);
         assert!(said.contains(&trace), "{sample}: {said}");
         assert!(
@@ -196,7 +197,11 @@ fn every_sample_reaches_phoenix_as_one_trace_with_its_calls_and_decisions() {
             .collect();
         assert_eq!(decided.len(), permissions.len(), "{sample}: decisions");
         for request in &permissions {
-            let by = request.decided_by.as_deref().unwrap_or("unanswered");
+            let by = match request.decided_by.as_deref() {
+                Some("client") => "user",
+                Some(by) => by,
+                None => "unanswered",
+            };
             assert!(decided.contains(&by), "{sample}: no decision by {by}");
         }
 
@@ -304,7 +309,8 @@ fn a_busy_backend_gets_the_request_again() {
     });
     let reader = Reader::open(&sb.db()).unwrap();
     let session = resolve_session(&reader, "last").unwrap();
-    let spans = acptap::export::spans::session_spans(&reader, &session).unwrap();
+    let spans =
+        acptap::export::spans::session_spans(&reader, &session, Default::default()).unwrap();
     let endpoint = format!("http://127.0.0.1:{port}");
     let out = sb.acptap(&[
         "export",

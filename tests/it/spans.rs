@@ -25,10 +25,10 @@ fn every_sample_becomes_one_tree_with_every_call_and_decision() {
         sb.acptap(&["import", fixture(sample).to_str().unwrap()]);
         let reader = Reader::open(&sb.db()).unwrap();
         let session = resolve_session(&reader, "last").unwrap();
-        let spans = session_spans(&reader, &session).unwrap();
+        let spans = session_spans(&reader, &session, Default::default()).unwrap();
         assert_eq!(
             spans,
-            session_spans(&reader, &session).unwrap(),
+            session_spans(&reader, &session, Default::default()).unwrap(),
             "{sample}: ids move"
         );
 
@@ -84,7 +84,11 @@ fn every_sample_becomes_one_tree_with_every_call_and_decision() {
         for (span, request) in permission_spans.iter().zip(&permissions) {
             assert_eq!(
                 text(span, "acp.permission.decided_by"),
-                Some(request.decided_by.as_deref().unwrap_or("unanswered"))
+                Some(match request.decided_by.as_deref() {
+                    Some("client") => "user",
+                    Some(by) => by,
+                    None => "unanswered",
+                })
             );
             // Under its tool call's span.
             let parent = ids[&span.parent_span_id.unwrap()];
@@ -130,4 +134,135 @@ fn every_sample_becomes_one_tree_with_every_call_and_decision() {
         checked_calls > 0 && checked_permissions > 0 && checked_requests > 0,
         "the samples had nothing to check: {checked_calls} calls, {checked_permissions} permissions"
     );
+}
+
+/// The claude sample with a W3C `traceparent` in the `_meta` of its `session/new` and its prompt,
+/// and a GitHub token in one tool call's arguments. Returns the sandbox with it imported.
+fn traced_sample() -> Sandbox {
+    let sb = Sandbox::new();
+    let text = std::fs::read_to_string(fixture("claude-acpx-basic-approve-all.jsonl")).unwrap();
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let mut message: serde_json::Value =
+            serde_json::from_str(record["text"].as_str().unwrap()).unwrap();
+        match message["method"].as_str() {
+            Some("session/new") => {
+                message["params"]["_meta"] = serde_json::json!({ "traceparent": CLIENT_SESSION })
+            }
+            Some("session/prompt") => {
+                message["params"]["_meta"] = serde_json::json!({ "traceparent": CLIENT_PROMPT })
+            }
+            _ => {}
+        }
+        let update = &mut message["params"]["update"];
+        if update["rawInput"]["command"] == "ls -la" {
+            update["rawInput"]["command"] = format!("GH_TOKEN={GITHUB_TOKEN} gh repo list").into();
+        }
+        record["text"] = message.to_string().into();
+        lines.push(record.to_string());
+    }
+    let path = sb.path("traced.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    sb.acptap(&["import", path.to_str().unwrap()]);
+    sb
+}
+
+const CLIENT_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SESSION: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const CLIENT_PROMPT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01";
+const GITHUB_TOKEN: &str = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn a_client_traceparent_puts_the_session_in_the_clients_trace() {
+    let sb = traced_sample();
+    let reader = Reader::open(&sb.db()).unwrap();
+    let session = resolve_session(&reader, "last").unwrap();
+    let spans = session_spans(&reader, &session, Default::default()).unwrap();
+    assert!(spans.iter().all(|s| hex(&s.trace_id) == CLIENT_TRACE));
+    let root = spans.iter().find(|s| s.name == "acp.session").unwrap();
+    assert_eq!(hex(&root.parent_span_id.unwrap()), &CLIENT_SESSION[36..52]);
+    let turn = spans
+        .iter()
+        .find(|s| text(s, "gen_ai.operation.name") == Some("invoke_agent"))
+        .unwrap();
+    assert_eq!(hex(&turn.parent_span_id.unwrap()), &CLIENT_PROMPT[36..52]);
+    // The span ids are still the recording's own: the same as without the traceparent.
+    let plain = Sandbox::new();
+    plain.acptap(&[
+        "import",
+        fixture("claude-acpx-basic-approve-all.jsonl")
+            .to_str()
+            .unwrap(),
+    ]);
+    let plain_reader = Reader::open(&plain.db()).unwrap();
+    let plain_session = resolve_session(&plain_reader, "last").unwrap();
+    let plain_spans = session_spans(&plain_reader, &plain_session, Default::default()).unwrap();
+    assert_ne!(plain_spans[0].trace_id, spans[0].trace_id);
+    assert!(plain_spans[0].parent_span_id.is_none());
+}
+
+#[test]
+fn turns_carry_the_token_usage_the_agent_reported() {
+    let sb = traced_sample();
+    let reader = Reader::open(&sb.db()).unwrap();
+    let session = resolve_session(&reader, "last").unwrap();
+    let spans = session_spans(&reader, &session, Default::default()).unwrap();
+    let turn = spans
+        .iter()
+        .find(|s| text(s, "gen_ai.operation.name") == Some("invoke_agent"))
+        .unwrap();
+    let int = |key: &str| {
+        turn.attributes.iter().find_map(|(k, v)| match v {
+            Attribute::Int(n) if *k == key => Some(*n),
+            _ => None,
+        })
+    };
+    // As in the sample's prompt response: {"inputTokens":400,"outputTokens":80,...,"totalTokens":480}.
+    assert_eq!(int("gen_ai.usage.input_tokens"), Some(400));
+    assert_eq!(int("gen_ai.usage.output_tokens"), Some(80));
+    assert_eq!(int("acp.usage.total_tokens"), Some(480));
+    assert!(int("acp.turn.duration_us").is_some_and(|d| d > 0));
+}
+
+#[test]
+fn tool_content_only_when_asked_and_redacted_like_the_database() {
+    let sb = traced_sample();
+    let reader = Reader::open(&sb.db()).unwrap();
+    let session = resolve_session(&reader, "last").unwrap();
+    let without = session_spans(&reader, &session, Default::default()).unwrap();
+    assert!(
+        without
+            .iter()
+            .all(|s| text(s, "gen_ai.tool.call.arguments").is_none()
+                && text(s, "gen_ai.tool.call.result").is_none())
+    );
+    let with = session_spans(
+        &reader,
+        &session,
+        acptap::export::spans::SpanOptions { tool_content: true },
+    )
+    .unwrap();
+    let command = with
+        .iter()
+        .find_map(|s| text(s, "gen_ai.tool.call.arguments").filter(|a| a.contains("gh repo list")))
+        .expect("the command's arguments");
+    assert!(!command.contains(GITHUB_TOKEN), "{command}");
+    assert!(command.contains("REDACTED"), "{command}");
+    let results = with
+        .iter()
+        .filter(|s| text(s, "gen_ai.tool.call.result").is_some())
+        .count();
+    assert!(results > 0);
+    for span in &with {
+        for (_, value) in &span.attributes {
+            if let Attribute::Text(t) = value {
+                assert!(!t.contains(GITHUB_TOKEN));
+            }
+        }
+    }
 }

@@ -1,11 +1,50 @@
 //! `acptap run`: the proxy between the client on our stdio and the agent.
 
+use std::time::Duration;
+
+use crate::export::live::{LiveExport, LiveStats};
+use crate::export::spans::SpanOptions;
 use crate::proxy;
 use crate::proxy::RunOptions;
 use crate::record::Destination;
 
 use super::super::RunArgs;
 use super::super::config::Config;
+
+/// When the agent has gone, how long the collector may take to receive the last spans.
+const OTLP_FINISH_PATIENCE: Duration = Duration::from_secs(3);
+
+/// Says on stderr what the live export could not send, and how to send it now.
+fn report_lost_spans(stats: &LiveStats, url: &str, db: &std::path::Path) {
+    if stats.lost == 0 {
+        return;
+    }
+    let why = stats
+        .last_error
+        .as_deref()
+        .unwrap_or("the collector did not answer in time");
+    eprintln!(
+        "acptap: {} of {} span(s) were not sent to {url} ({why}); the recording has them all",
+        stats.lost, stats.spans
+    );
+    for session in &stats.sessions {
+        eprintln!(
+            "acptap: send them with: acptap export --db {} {} --format otlp --endpoint {url}",
+            shell_word(&db.to_string_lossy()),
+            shell_word(&crate::inspect::terminal_safe(session)),
+        );
+    }
+}
+
+/// `word` as one shell word: as it is when it is plain, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
 
 /// `acptap run`.
 pub(in crate::cli) fn run(args: RunArgs, config: &Config) -> anyhow::Result<i32> {
@@ -31,18 +70,40 @@ pub(in crate::cli) fn run(args: RunArgs, config: &Config) -> anyhow::Result<i32>
     } else {
         Destination::Database(args.db.path()?)
     };
+    let recorded_as = std::sync::Arc::new(std::sync::OnceLock::new());
+    let live = if !args.no_otlp && (args.otlp.is_some() || config.otlp.run) {
+        let Destination::Database(db) = &destination else {
+            anyhow::bail!(
+                "--otlp sends spans built from the recording, and --no-record records nothing: \
+                 drop one of them"
+            );
+        };
+        let url = args.otlp.as_deref().filter(|url| !url.is_empty());
+        let endpoint = config.otlp.endpoint(url, args.otlp_headers)?;
+        let options = SpanOptions {
+            tool_content: args.otlp_tool_content || config.otlp.tool_content,
+        };
+        let live = LiveExport::start(db.clone(), recorded_as.clone(), &endpoint, options)?;
+        Some((live, endpoint))
+    } else {
+        None
+    };
     let outcome = proxy::run(
         RunOptions {
             agent: args.agent,
-            destination,
+            destination: destination.clone(),
             label: args.label,
             eof_grace: args.grace,
             kill_grace: args.grace,
             policy,
             shadow: args.shadow,
             redactor,
+            recorded_as: live.is_some().then_some(recorded_as),
         },
         proxy::ClientStreams::stdio()?,
     )?;
+    if let (Some((live, endpoint)), Destination::Database(db)) = (live, &destination) {
+        report_lost_spans(&live.finish(OTLP_FINISH_PATIENCE), &endpoint.url, db);
+    }
     Ok(outcome.exit_code)
 }

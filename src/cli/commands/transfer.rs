@@ -20,27 +20,13 @@ pub(in crate::cli) fn export(args: ExportArgs, config: &Config) -> anyhow::Resul
             .collect::<Result<Vec<_>, _>>()?,
         ExportFormat::Trace => crate::export::trace::export(&reader, session.connection_id)?,
         ExportFormat::Otlp => {
-            let spans = crate::export::spans::session_spans(&reader, &session)?;
-            // The command line, then the environment, then the config file's `[otlp]`.
-            let defaults = config
+            let options = crate::export::spans::SpanOptions {
+                tool_content: args.tool_content || config.otlp.tool_content,
+            };
+            let spans = crate::export::spans::session_spans(&reader, &session, options)?;
+            let endpoint = config
                 .otlp
-                .headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            let endpoint = crate::export::otlp::from_environment(
-                args.endpoint.as_deref(),
-                defaults,
-                args.headers,
-                |name| {
-                    std::env::var(name).ok().or_else(|| {
-                        (name == "OTEL_EXPORTER_OTLP_ENDPOINT")
-                            .then(|| config.otlp.endpoint.clone())
-                            .flatten()
-                    })
-                },
-            )
-            .map_err(|e| anyhow::anyhow!(e))?;
+                .endpoint(args.endpoint.as_deref(), args.headers)?;
             let sent = crate::export::otlp::send(&spans, &endpoint)?;
             let trace: String = spans
                 .first()

@@ -1,0 +1,252 @@
+//! `acptap run --otlp`: the session's spans sent while it runs, from the recording.
+//!
+//! ```text
+//! recorder ──► SQLite ──► span builder (polls, read-only) ──► bounded queue ──► OTLP sender
+//! ```
+//!
+//! Nothing here is on the data path: the builder reads what the recorder committed, through a
+//! read-only connection of its own, on a thread at the recorder's low priority; the sender is
+//! another thread. A slow or dead collector fills the queue, and what does not fit is counted as
+//! lost, never waited for. The spans are the ones `acptap export --format otlp` builds (the same
+//! ids), so whatever was lost can be sent from the recording later.
+//!
+//! A span is sent once the recording holds its end (a turn answered, a tool call completed, a
+//! permission decided); what is still open when the connection ends is sent then, ended at the
+//! last thing recorded.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::otlp::{Endpoint, OtlpError, SPANS_PER_REQUEST, Sender};
+use super::spans::{Span, SpanOptions, session_spans};
+use crate::record::Reader;
+use crate::record::queries::{self, SessionRef};
+
+/// The builder looks at the recording this often at most...
+const MIN_INTERVAL: Duration = Duration::from_secs(1);
+/// ...and waits this many times as long as its last look took, so that a huge session costs
+/// a bounded share of a core.
+const INTERVAL_PER_BUILD_TIME: u32 = 5;
+
+/// Requests waiting for the sender, [`SPANS_PER_REQUEST`] spans each at most: what does not fit
+/// while the collector is slow or down is lost (and stays in the recording).
+const QUEUED_REQUESTS: usize = 8;
+
+/// How long one live request may take, and how long a busy backend is given in all.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+const BUSY_PATIENCE: Duration = Duration::from_secs(2);
+
+/// What the live export did, for the note at the end of the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveStats {
+    /// Spans built from the recording and handed to the sender.
+    pub spans: usize,
+    pub sent: usize,
+    /// Spans that could not be sent (counted at the end): the queue was full, the collector
+    /// refused or did not answer, or the run ended first.
+    pub lost: usize,
+    pub last_error: Option<String>,
+    /// The sessions whose spans were built.
+    pub sessions: Vec<String>,
+    /// The recording's connection id, when there was one.
+    pub connection_id: Option<i64>,
+}
+
+#[derive(Default)]
+struct Shared {
+    stop: Mutex<bool>,
+    wake: Condvar,
+    stats: Mutex<LiveStats>,
+}
+
+impl Shared {
+    fn update(&self, change: impl FnOnce(&mut LiveStats)) {
+        change(&mut self.stats.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+/// A running live export; [`LiveExport::finish`] ends it.
+pub struct LiveExport {
+    shared: Arc<Shared>,
+    builder: JoinHandle<()>,
+    sender_done: Receiver<()>,
+}
+
+impl LiveExport {
+    /// Starts the builder and sender threads for the connection that `recorded_as` will name,
+    /// recorded into `db`. Fails only when the exporter cannot be set up (a malformed URL), so
+    /// that it is said before the agent starts.
+    pub fn start(
+        db: PathBuf,
+        recorded_as: Arc<OnceLock<i64>>,
+        endpoint: &Endpoint,
+        options: SpanOptions,
+    ) -> Result<LiveExport, OtlpError> {
+        let mut sender = Sender::new(endpoint, REQUEST_TIMEOUT)?;
+        let shared = Arc::new(Shared::default());
+        let (requests, queued) = sync_channel::<Vec<Span>>(QUEUED_REQUESTS);
+        let (done, sender_done) = sync_channel(1);
+        {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("acptap-otlp-send".into())
+                .spawn(move || {
+                    crate::record::yield_to_forwarding();
+                    let mut warned = false;
+                    for request in queued {
+                        match sender.send_request(&request, BUSY_PATIENCE) {
+                            Ok(()) => shared.update(|s| s.sent += request.len()),
+                            Err(e) => {
+                                if !std::mem::replace(&mut warned, true) {
+                                    eprintln!(
+                                        "acptap: cannot send spans to {}: {e}; forwarding and \
+                                         recording go on, and the spans stay in the recording",
+                                        sender.url()
+                                    );
+                                }
+                                shared.update(|s| s.last_error = Some(e));
+                            }
+                        }
+                    }
+                    let _ = done.send(());
+                })
+                .expect("spawn the OTLP sender thread");
+        }
+        let builder = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("acptap-otlp-build".into())
+                .spawn(move || {
+                    crate::record::yield_to_forwarding();
+                    build_until_stopped(&db, &recorded_as, options, &shared, requests);
+                })
+                .expect("spawn the OTLP builder thread")
+        };
+        Ok(LiveExport {
+            shared,
+            builder,
+            sender_done,
+        })
+    }
+
+    /// Sends what is left (every span, finished or not: the connection has ended), waiting at
+    /// most `patience` for the collector, and says what happened. Spans still unsent then are
+    /// counted as lost.
+    pub fn finish(self, patience: Duration) -> LiveStats {
+        *self.shared.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.shared.wake.notify_all();
+        let _ = self.builder.join();
+        let _ = self.sender_done.recv_timeout(patience);
+        let mut stats = self
+            .shared
+            .stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        // A request still in flight (or queued) when patience ran out is not known to be sent.
+        stats.lost = stats.spans - stats.sent;
+        stats
+    }
+}
+
+/// Looks at the recording every [`MIN_INTERVAL`] or more, and queues each finished span once;
+/// when told to stop, queues the rest.
+fn build_until_stopped(
+    db: &std::path::Path,
+    recorded_as: &OnceLock<i64>,
+    options: SpanOptions,
+    shared: &Shared,
+    requests: SyncSender<Vec<Span>>,
+) {
+    let mut queued: HashSet<[u8; 8]> = HashSet::new();
+    let mut reader: Option<Reader> = None;
+    let mut interval = MIN_INTERVAL;
+    loop {
+        let stopping = {
+            let stop = shared.stop.lock().unwrap_or_else(|e| e.into_inner());
+            let (stop, _) = shared
+                .wake
+                .wait_timeout_while(stop, interval, |stop| !*stop)
+                .unwrap_or_else(|e| e.into_inner());
+            *stop
+        };
+        let Some(&connection_id) = recorded_as.get() else {
+            if stopping {
+                return;
+            }
+            continue;
+        };
+        if reader.is_none() {
+            reader = Reader::open(db).ok();
+        }
+        if let Some(reader) = &reader {
+            let started = Instant::now();
+            match connection_spans(reader, connection_id, options) {
+                Ok((sessions, spans)) => {
+                    let fresh: Vec<Span> = spans
+                        .into_iter()
+                        .filter(|s| (stopping || s.finished) && queued.insert(s.span_id))
+                        .collect();
+                    shared.update(|s| {
+                        s.connection_id = Some(connection_id);
+                        s.sessions = sessions;
+                        s.spans += fresh.len();
+                    });
+                    queue(&requests, fresh, shared);
+                }
+                // The recording is being written: the next look sees it whole.
+                Err(e) => shared.update(|s| s.last_error = Some(e.to_string())),
+            }
+            interval = MIN_INTERVAL.max(started.elapsed() * INTERVAL_PER_BUILD_TIME);
+        }
+        if stopping {
+            return;
+        }
+    }
+}
+
+/// Every session of the connection and their spans, read in one snapshot of the database.
+fn connection_spans(
+    reader: &Reader,
+    connection_id: i64,
+    options: SpanOptions,
+) -> rusqlite::Result<(Vec<String>, Vec<Span>)> {
+    let conn = reader.conn();
+    conn.execute_batch("BEGIN")?;
+    let built = (|| {
+        let sessions = queries::connection_sessions(reader, connection_id)?;
+        let mut spans = Vec::new();
+        for session_id in &sessions {
+            let session = SessionRef {
+                connection_id,
+                session_id: session_id.clone(),
+            };
+            spans.extend(session_spans(reader, &session, options)?);
+        }
+        Ok((sessions, spans))
+    })();
+    let _ = conn.execute_batch("COMMIT");
+    built
+}
+
+/// Hands `spans` to the sender a request at a time, never waiting: a request the queue has no
+/// room for is lost.
+fn queue(requests: &SyncSender<Vec<Span>>, mut spans: Vec<Span>, shared: &Shared) {
+    while !spans.is_empty() {
+        let rest = spans.split_off(spans.len().min(SPANS_PER_REQUEST));
+        let request = std::mem::replace(&mut spans, rest);
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
+            requests.try_send(request)
+        {
+            shared.update(|s| {
+                s.last_error.get_or_insert_with(|| {
+                    "the export queue was full: the collector takes spans slower than the session makes them".into()
+                });
+            });
+        }
+    }
+}
