@@ -818,6 +818,9 @@ pub fn session_opening_request(
         .optional()
 }
 
+/// A prompt turn's request seq, its request line and its response line (if answered).
+pub type TurnLines = (i64, Vec<u8>, Option<Vec<u8>>);
+
 /// The prompt turns of a session whose request mentions `in_request` or whose response mentions
 /// `in_response` (a `_meta` key, `usage`): the request's seq, the request's line and the
 /// response's line. The rest are not read.
@@ -826,7 +829,7 @@ pub fn turn_lines_mentioning(
     session: &SessionRef,
     in_request: &str,
     in_response: &str,
-) -> rusqlite::Result<Vec<(i64, Vec<u8>, Option<Vec<u8>>)>> {
+) -> rusqlite::Result<Vec<TurnLines>> {
     reader
         .conn()
         .prepare(
