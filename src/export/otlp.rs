@@ -37,10 +37,12 @@ pub enum OtlpError {
     Setup { endpoint: String, message: String },
     #[error(
         "{endpoint} did not take the spans ({sent} of {total} sent): {message}; {}",
-        if message.contains("Status(") {
-            "the backend answered but refused them, even after waiting (busy or full?): send again later"
-        } else {
-            "is a collector listening there?"
+        match http_status(message) {
+            Some(401 | 403) => "check the credentials (--header, OTEL_EXPORTER_OTLP_HEADERS)",
+            Some(404) => "is this the traces endpoint? (it usually ends in /v1/traces)",
+            Some(status) if retryable(status) => "the backend is busy or full: send again later",
+            Some(_) => "the backend refused them",
+            None => "is a collector listening there?",
         }
     )]
     Send {
@@ -201,12 +203,15 @@ impl Sender {
             let batch = spans.iter().map(span_data).collect();
             match block_on(self.exporter.export(batch)) {
                 Ok(()) => return Ok(()),
-                Err(e) if e.to_string().contains("Status(") && waited + wait <= patience => {
+                Err(e)
+                    if http_status(&e.to_string()).is_some_and(retryable)
+                        && waited + wait <= patience =>
+                {
                     std::thread::sleep(wait);
                     waited += wait;
                     wait = (wait * 2).min(LAST_RETRY);
                 }
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(describe(&e.to_string())),
             }
         }
     }
@@ -234,6 +239,38 @@ pub fn send(spans: &[Span], endpoint: &Endpoint) -> Result<usize, OtlpError> {
         sent += chunk.len();
     }
     Ok(sent)
+}
+
+/// The HTTP status in an exporter's error, when the backend answered with one.
+fn http_status(error: &str) -> Option<u16> {
+    ["Status(", "Status Code: "].iter().find_map(|marker| {
+        let at = error.find(marker)? + marker.len();
+        let digits: String = error[at..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    })
+}
+
+/// The statuses after which OTLP/HTTP asks a client to send again later.
+fn retryable(status: u16) -> bool {
+    matches!(status, 429 | 502 | 503 | 504)
+}
+
+/// An exporter's error (often a `reqwest` debug dump) said briefly where it is a known case.
+fn describe(error: &str) -> String {
+    if let Some(status) = http_status(error) {
+        format!("the backend answered HTTP {status}")
+    } else if error.contains("ConnectionRefused") || error.contains("Connection refused") {
+        "connection refused".to_owned()
+    } else if error.contains("TimedOut") || error.contains("timed out") {
+        "no answer in time".to_owned()
+    } else if error.contains("dns error") || error.contains("failed to lookup") {
+        "the host name does not resolve".to_owned()
+    } else {
+        error.to_owned()
+    }
 }
 
 fn span_data(span: &Span) -> SpanData {
@@ -381,6 +418,21 @@ mod tests {
             );
         }
         assert!(from_environment(Some("HTTPS://h"), vec![], vec![], env(&[])).is_ok());
+    }
+
+    #[test]
+    fn exporter_errors_are_read_for_their_status() {
+        let reqwest = r#"reqwest::Error { kind: Status(503, None), url: "http://h/v1/traces" }"#;
+        assert_eq!(http_status(reqwest), Some(503));
+        assert!(retryable(503) && retryable(429) && !retryable(403) && !retryable(400));
+        assert_eq!(describe(reqwest), "the backend answered HTTP 503");
+        let otel = "OpenTelemetry trace export failed. Url: u, Status Code: 401, Response: b";
+        assert_eq!(http_status(otel), Some(401));
+        assert_eq!(
+            describe("Os { code: 111, kind: ConnectionRefused, message: \"Connection refused\" }"),
+            "connection refused"
+        );
+        assert_eq!(describe("something else"), "something else");
     }
 
     #[test]

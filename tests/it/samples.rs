@@ -1,23 +1,13 @@
 //! Real traffic (shared/samples, copied to tests/fixtures) through the binary, with a fake peer
 //! on each side: the bytes come out identical, and the recording says what the transcript shows.
 
-use std::ffi::OsStr;
-use std::time::Duration;
-
-use crate::util::{SAMPLES, Sandbox, example_bin, finish, fixture, load_transcript, play_client};
+use crate::util::{SAMPLES, Sandbox, fixture, load_transcript, play_sample};
 
 /// Runs one sample through `acptap run` and returns the sandbox holding its recording.
 fn record_sample(name: &str) -> Sandbox {
     let sandbox = Sandbox::new();
-    let path = fixture(name);
-    let peer = example_bin("peer");
-    let mut child = sandbox.proxy(
-        &[],
-        &[peer.as_os_str(), OsStr::new("script"), path.as_os_str()],
-    );
-    let records = load_transcript(&path);
-    play_client(&mut child, &records);
-    let output = finish(child, Duration::from_secs(30));
+    let (output, _) = play_sample(&sandbox, name, &[]);
+    let records = load_transcript(&fixture(name));
     assert!(
         output.status.success(),
         "{name}: acptap/peer failed ({}): {}",

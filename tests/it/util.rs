@@ -7,7 +7,7 @@
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -208,6 +208,23 @@ pub fn read_pid(path: &Path) -> i32 {
         .unwrap()
 }
 
+/// Plays the sample `name` through `acptap run [extra]`, with the `peer` example playing the
+/// agent's side and the test the client's (every byte the client receives checked as it
+/// arrives). Returns the proxy's output and how long the client's side took, from the start to
+/// its last byte (a figure to report, not to assert).
+pub fn play_sample(sandbox: &Sandbox, name: &str, extra: &[&str]) -> (Output, Duration) {
+    let path = fixture(name);
+    let peer = example_bin("peer");
+    let started = Instant::now();
+    let mut child = sandbox.proxy(
+        extra,
+        &[peer.as_os_str(), OsStr::new("script"), path.as_os_str()],
+    );
+    play_client(&mut child, &load_transcript(&path));
+    let client_time = started.elapsed();
+    (finish(child, Duration::from_secs(30)), client_time)
+}
+
 /// One record of a transcript in the format of shared/samples.
 pub struct Record {
     pub dir: String,
@@ -235,29 +252,62 @@ pub fn load_transcript(path: &Path) -> Vec<Record> {
 /// Plays the client side of a transcript against a running proxy: sends each c2a line when its
 /// turn comes, reads each a2c line and checks it is byte-identical. Closes stdin at the end.
 pub fn play_client(child: &mut Child, records: &[Record]) {
-    let mut to_agent = child.stdin.take().unwrap();
-    let mut from_agent: BufReader<ChildStdout> = BufReader::new(child.stdout.take().unwrap());
-    for (n, record) in records.iter().enumerate() {
-        match record.dir.as_str() {
-            "c2a" => to_agent.write_all(&record.bytes).unwrap(),
-            "a2c" => {
-                let mut got = Vec::new();
-                from_agent.read_until(b'\n', &mut got).unwrap();
-                assert!(
-                    got == record.bytes,
-                    "record {n}: the client received\n{}\ninstead of\n{}",
-                    String::from_utf8_lossy(&got),
-                    String::from_utf8_lossy(&record.bytes)
-                );
-            }
-            _ => {}
+    let mut client = ClientPlayer::new(child);
+    client.play(records);
+    client.finish();
+}
+
+/// The client's side of a transcript, played in parts (to look at something between them).
+pub struct ClientPlayer {
+    to_agent: ChildStdin,
+    from_agent: BufReader<ChildStdout>,
+    played: usize,
+}
+
+impl ClientPlayer {
+    pub fn new(child: &mut Child) -> ClientPlayer {
+        ClientPlayer {
+            to_agent: child.stdin.take().unwrap(),
+            from_agent: BufReader::new(child.stdout.take().unwrap()),
+            played: 0,
         }
     }
-    drop(to_agent);
-    let mut rest = Vec::new();
-    from_agent.read_to_end(&mut rest).unwrap();
-    assert!(
-        rest.is_empty(),
-        "unexpected bytes after the transcript: {rest:?}"
-    );
+
+    /// Sends the c2a lines of `records` and checks each a2c line as it arrives.
+    pub fn play(&mut self, records: &[Record]) {
+        for record in records {
+            let n = self.played;
+            self.played += 1;
+            match record.dir.as_str() {
+                "c2a" => self.to_agent.write_all(&record.bytes).unwrap(),
+                "a2c" => {
+                    let mut got = Vec::new();
+                    self.from_agent.read_until(b'\n', &mut got).unwrap();
+                    assert!(
+                        got == record.bytes,
+                        "record {n}: the client received\n{}\ninstead of\n{}",
+                        String::from_utf8_lossy(&got),
+                        String::from_utf8_lossy(&record.bytes)
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Closes the agent's stdin and checks nothing more arrives.
+    pub fn finish(self) {
+        let ClientPlayer {
+            to_agent,
+            mut from_agent,
+            ..
+        } = self;
+        drop(to_agent);
+        let mut rest = Vec::new();
+        from_agent.read_to_end(&mut rest).unwrap();
+        assert!(
+            rest.is_empty(),
+            "unexpected bytes after the transcript: {rest:?}"
+        );
+    }
 }

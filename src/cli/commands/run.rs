@@ -36,6 +36,18 @@ fn report_lost_spans(stats: &LiveStats, url: &str, db: &std::path::Path) {
     }
 }
 
+/// Points our stdout at /dev/null, so that the client reading it sees its end (the proxy's own
+/// copy of it is closed once written) while acptap still has work to finish.
+fn release_stdout() {
+    use std::os::fd::AsRawFd;
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        // SAFETY: dup2 onto our own stdout descriptor, which stays valid (now /dev/null).
+        unsafe {
+            libc::dup2(null.as_raw_fd(), libc::STDOUT_FILENO);
+        }
+    }
+}
+
 /// `word` as one shell word: as it is when it is plain, else in single quotes.
 fn shell_word(word: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c);
@@ -103,6 +115,9 @@ pub(in crate::cli) fn run(args: RunArgs, config: &Config) -> anyhow::Result<i32>
         proxy::ClientStreams::stdio()?,
     )?;
     if let (Some((live, endpoint)), Destination::Database(db)) = (live, &destination) {
+        // The client has had every byte; it sees the end of our stdout now, not after the wait
+        // for the collector.
+        release_stdout();
         report_lost_spans(&live.finish(OTLP_FINISH_PATIENCE), &endpoint.url, db);
     }
     Ok(outcome.exit_code)
