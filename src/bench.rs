@@ -316,6 +316,9 @@ pub enum Way {
     Relay,
     ProxyNoRecord,
     ProxyRecording,
+    /// Recording, with `--otlp` to a collector that takes everything at once (a thread of the
+    /// bench): the cost of live export on the data path.
+    ProxyOtlp,
     /// `agent-client-protocol-conductor agent 'acptap bench-peer ...'` (with `--conductor`).
     Conductor,
     /// The same with `--trace FILE`.
@@ -479,6 +482,59 @@ struct Setup {
     naive: Option<PathBuf>,
     /// The conductors of the current run, by pid, until they are reaped.
     watchdogs: RefCell<HashMap<u32, Watchdog>>,
+    /// The URL of the bench's OTLP collector (see [`Way::ProxyOtlp`]).
+    collector: String,
+}
+
+/// What the bench's OTLP collector received.
+#[derive(Debug, Default, Serialize)]
+pub struct CollectorCounts {
+    pub requests: usize,
+    pub bytes: usize,
+}
+
+/// An OTLP/HTTP collector as fast as it gets: a thread that reads each request and answers
+/// 200 at once. Returns its URL and what it received.
+fn start_collector() -> anyhow::Result<(String, std::sync::Arc<std::sync::Mutex<CollectorCounts>>)>
+{
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    let counts = std::sync::Arc::new(std::sync::Mutex::new(CollectorCounts::default()));
+    let received = counts.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let received = received.clone();
+            std::thread::spawn(move || -> std::io::Result<()> {
+                let mut writer = stream.try_clone()?;
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line)? == 0 {
+                            return Ok(());
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let read =
+                        std::io::copy(&mut (&mut reader).take(length), &mut std::io::sink())?;
+                    if let Ok(mut counts) = received.lock() {
+                        counts.requests += 1;
+                        counts.bytes += read as usize;
+                    }
+                    writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")?;
+                }
+            });
+        }
+    });
+    Ok((url, counts))
 }
 
 /// CPU seconds and peak RSS (MiB) of a live process, from /proc.
@@ -544,6 +600,9 @@ impl Setup {
                     c.arg("--no-record");
                 } else {
                     c.arg("--db").arg(db);
+                }
+                if way == Way::ProxyOtlp {
+                    c.arg("--otlp").arg(&self.collector);
                 }
                 if policy {
                     c.arg("--policy").arg(&self.policy);
@@ -876,7 +935,11 @@ fn tools(
 ) -> anyhow::Result<Measurement> {
     // With `policy_answers`, acptap's policy answers the permission requests; otherwise, and
     // always through the other ways, the client does.
-    let proxy = policy_answers && matches!(way, Way::ProxyNoRecord | Way::ProxyRecording);
+    let proxy = policy_answers
+        && matches!(
+            way,
+            Way::ProxyNoRecord | Way::ProxyRecording | Way::ProxyOtlp
+        );
     let mut child = setup.spawn(way, &["tools", &n.to_string()], db, proxy)?;
     let mut to_agent = child.stdin.take().expect("piped");
     let from_agent = BufReader::new(child.stdout.take().expect("piped"));
@@ -1119,6 +1182,8 @@ pub struct BenchReport {
     pub recorded_1kib_messages_per_s: Option<f64>,
     /// Present when the conductor was measured too.
     pub conductor: Option<ConductorRun>,
+    /// What the `proxy-otlp` runs sent to the bench's collector.
+    pub otlp_collector: CollectorCounts,
 }
 
 #[derive(Debug, Serialize)]
@@ -1217,6 +1282,7 @@ pub fn run(
         let script = dir.join("naive_recorder.py");
         std::fs::write(&script, NAIVE_RECORDER).map(|()| script)
     });
+    let (collector_url, collector_counts) = start_collector()?;
     let setup = Setup {
         exe: std::env::current_exe()?,
         dir: dir.clone(),
@@ -1224,6 +1290,7 @@ pub fn run(
         conductor: conductor.as_ref().map(|(path, _)| path.clone()),
         naive: naive.transpose()?,
         watchdogs: RefCell::new(HashMap::new()),
+        collector: collector_url,
     };
     let mut measurements = Vec::new();
     let mut db_number = 0;
@@ -1289,6 +1356,7 @@ pub fn run(
         Way::Relay,
         Way::ProxyNoRecord,
         Way::ProxyRecording,
+        Way::ProxyOtlp,
     ];
     if setup.naive.is_some() {
         ways.push(Way::Naive);
@@ -1361,6 +1429,9 @@ pub fn run(
             version,
             scaled,
         }),
+        otlp_collector: std::mem::take(
+            &mut *collector_counts.lock().unwrap_or_else(|e| e.into_inner()),
+        ),
     })
 }
 
@@ -1505,6 +1576,11 @@ pub fn render(report: &BenchReport) -> String {
         report.sqlite_floor_rows_per_s,
         opt(report.recorded_1kib_messages_per_s, 0),
         opt(report.recorded_1kib_messages_per_s.map(|r| r / report.sqlite_floor_rows_per_s), 2),
+    ));
+    out.push_str(&format!(
+        "OTLP collector of the proxy-otlp runs: {} request(s), {} of protobuf\n",
+        report.otlp_collector.requests,
+        human(report.otlp_collector.bytes),
     ));
     // acptap's recorder against the naive one, workload by workload.
     let rate = |workload: &str, way: Way| {

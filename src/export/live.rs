@@ -6,8 +6,9 @@
 //!
 //! Nothing here is on the data path: the builder reads what the recorder committed, through a
 //! read-only connection of its own, on a thread at the recorder's low priority; the sender is
-//! another thread. A slow or dead collector fills the queue, and what does not fit is counted as
-//! lost, never waited for. The spans are the ones `acptap export --format otlp` builds (the same
+//! another thread. The builder waits for room in the bounded queue while the collector keeps
+//! up; once a request fails (or, at the end, once the patience is spent) what does not fit is
+//! counted as lost instead. The spans are the ones `acptap export --format otlp` builds (the same
 //! ids), so whatever was lost can be sent from the recording later.
 //!
 //! A span is sent once the recording holds its end (a turn answered, a tool call completed, a
@@ -16,6 +17,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
@@ -24,7 +26,7 @@ use std::time::{Duration, Instant};
 use super::otlp::{Endpoint, OtlpError, SPANS_PER_REQUEST, Sender};
 use super::spans::{Span, SpanOptions, session_spans};
 use crate::record::Reader;
-use crate::record::queries::{self, SessionRef};
+use crate::record::queries::{self, SessionRef, Window};
 
 /// The builder looks at the recording this often at most...
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
@@ -32,9 +34,17 @@ const MIN_INTERVAL: Duration = Duration::from_secs(1);
 /// a bounded share of a core.
 const INTERVAL_PER_BUILD_TIME: u32 = 5;
 
+/// A look at the recording reads what ended since the previous look's newest line, less this:
+/// a line is timed when it is read and committed a little later, so one timed just before the
+/// previous look may have been committed just after it. (A span seen twice is sent once.)
+const LOOK_BACK_US: i64 = 5_000_000;
+
 /// Requests waiting for the sender, [`SPANS_PER_REQUEST`] spans each at most: what does not fit
 /// while the collector is slow or down is lost (and stays in the recording).
 const QUEUED_REQUESTS: usize = 8;
+
+/// How often a builder waiting for room in the queue looks again.
+const QUEUE_POLL: Duration = Duration::from_millis(5);
 
 /// How long one live request may take, and how long a busy backend is given in all.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -61,6 +71,18 @@ struct Shared {
     stop: Mutex<bool>,
     wake: Condvar,
     stats: Mutex<LiveStats>,
+    /// The sender's last request failed: the builder stops waiting for room in the queue.
+    failing: AtomicBool,
+    /// Set by [`LiveExport::finish`]: past it, nothing waits for the collector.
+    give_up_at: OnceLock<Instant>,
+}
+
+impl Shared {
+    /// Whether the builder may wait for the sender to make room.
+    fn may_wait(&self) -> bool {
+        !self.failing.load(Ordering::Relaxed)
+            && self.give_up_at.get().is_none_or(|at| Instant::now() < *at)
+    }
 }
 
 impl Shared {
@@ -99,8 +121,12 @@ impl LiveExport {
                     let mut warned = false;
                     for request in queued {
                         match sender.send_request(&request, BUSY_PATIENCE) {
-                            Ok(()) => shared.update(|s| s.sent += request.len()),
+                            Ok(()) => {
+                                shared.failing.store(false, Ordering::Relaxed);
+                                shared.update(|s| s.sent += request.len());
+                            }
                             Err(e) => {
+                                shared.failing.store(true, Ordering::Relaxed);
                                 if !std::mem::replace(&mut warned, true) {
                                     eprintln!(
                                         "acptap: cannot send spans to {}: {e}; forwarding and \
@@ -137,10 +163,16 @@ impl LiveExport {
     /// most `patience` for the collector, and says what happened. Spans still unsent then are
     /// counted as lost.
     pub fn finish(self, patience: Duration) -> LiveStats {
+        let give_up_at = Instant::now() + patience;
+        let _ = self.shared.give_up_at.set(give_up_at);
         *self.shared.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.shared.wake.notify_all();
+        // The builder's last look queues what is left (it waits for room only until
+        // `give_up_at`); then the sender has until `give_up_at` to send it.
         let _ = self.builder.join();
-        let _ = self.sender_done.recv_timeout(patience);
+        let _ = self
+            .sender_done
+            .recv_timeout(give_up_at.saturating_duration_since(Instant::now()));
         let mut stats = self
             .shared
             .stats
@@ -164,6 +196,8 @@ fn build_until_stopped(
 ) {
     let mut queued: HashSet<[u8; 8]> = HashSet::new();
     let mut reader: Option<Reader> = None;
+    // The first look reads everything; each later one what ended since.
+    let mut since = i64::MIN;
     let mut interval = MIN_INTERVAL;
     loop {
         let stopping = {
@@ -185,8 +219,20 @@ fn build_until_stopped(
         }
         if let Some(reader) = &reader {
             let started = Instant::now();
+            // The last look reads the whole recording (sending only what was not sent), so that
+            // nothing is missed whatever the recorder's lag was.
+            let options = SpanOptions {
+                window: Window {
+                    since: (!stopping).then_some(since),
+                    open: stopping,
+                },
+                ..options
+            };
             match connection_spans(reader, connection_id, options) {
-                Ok((sessions, spans)) => {
+                Ok((sessions, spans, newest)) => {
+                    if let Some(newest) = newest {
+                        since = since.max(newest - LOOK_BACK_US);
+                    }
                     let fresh: Vec<Span> = spans
                         .into_iter()
                         .filter(|s| (stopping || s.finished) && queued.insert(s.span_id))
@@ -209,15 +255,19 @@ fn build_until_stopped(
     }
 }
 
-/// Every session of the connection and their spans, read in one snapshot of the database.
+/// Every session of the connection, their spans in `options`' window, and the time of the
+/// newest line recorded, read in one snapshot of the database.
+type Look = (Vec<String>, Vec<Span>, Option<i64>);
+
 fn connection_spans(
     reader: &Reader,
     connection_id: i64,
     options: SpanOptions,
-) -> rusqlite::Result<(Vec<String>, Vec<Span>)> {
+) -> rusqlite::Result<Look> {
     let conn = reader.conn();
     conn.execute_batch("BEGIN")?;
     let built = (|| {
+        let newest = queries::newest_line_time(reader, connection_id)?;
         let sessions = queries::connection_sessions(reader, connection_id)?;
         let mut spans = Vec::new();
         for session_id in &sessions {
@@ -227,26 +277,37 @@ fn connection_spans(
             };
             spans.extend(session_spans(reader, &session, options)?);
         }
-        Ok((sessions, spans))
+        Ok((sessions, spans, newest))
     })();
     let _ = conn.execute_batch("COMMIT");
     built
 }
 
-/// Hands `spans` to the sender a request at a time, never waiting: a request the queue has no
-/// room for is lost.
+/// Hands `spans` to the sender a request at a time. While the queue is full the builder waits
+/// (it is not on the data path), unless the collector is failing or the run has ended and its
+/// patience is spent: then the request is lost.
 fn queue(requests: &SyncSender<Vec<Span>>, mut spans: Vec<Span>, shared: &Shared) {
     while !spans.is_empty() {
         let rest = spans.split_off(spans.len().min(SPANS_PER_REQUEST));
-        let request = std::mem::replace(&mut spans, rest);
-        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
-            requests.try_send(request)
-        {
-            shared.update(|s| {
-                s.last_error.get_or_insert_with(|| {
-                    "the export queue was full: the collector takes spans slower than the session makes them".into()
-                });
-            });
+        let mut request = std::mem::replace(&mut spans, rest);
+        loop {
+            match requests.try_send(request) {
+                Ok(()) => break,
+                Err(TrySendError::Full(back)) if shared.may_wait() => {
+                    request = back;
+                    std::thread::sleep(QUEUE_POLL);
+                }
+                Err(_) => {
+                    shared.update(|s| {
+                        s.last_error.get_or_insert_with(|| {
+                            "the export queue was full: the collector takes spans slower than \
+                             the session makes them"
+                                .into()
+                        });
+                    });
+                    break;
+                }
+            }
         }
     }
 }

@@ -18,7 +18,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::record::Reader;
-use crate::record::queries::{self, SessionRef};
+use crate::record::queries::{self, SessionRef, Window};
 
 /// What a span says: a flat list of typed attributes, as OpenTelemetry has them.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,12 +63,15 @@ pub struct Span {
     pub finished: bool,
 }
 
-/// What goes into the spans beyond their structure.
+/// Which spans, and what goes into them beyond their structure.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpanOptions {
     /// Tool calls' arguments (`rawInput`) and results (`rawOutput`, else their content), as
     /// recorded: redacted like the database.
     pub tool_content: bool,
+    /// Every span (the default), or (for live export) those whose end was recorded at or after
+    /// `since`, plus with `open` the unfinished ones and the session's own span.
+    pub window: Window,
 }
 
 /// A tool call's arguments or result is cut to this many bytes in a span attribute.
@@ -183,6 +186,13 @@ pub fn session_spans(
         &session.session_id,
         started_at.unwrap_or(summary.created_at),
     );
+    let window = options.window;
+    // Whether a span that ended at `end` (`None`: not yet) is in the window.
+    let in_window = |end: Option<i64>| match (window.since, end) {
+        (None, _) => true,
+        (Some(since), Some(end)) => end >= since,
+        (Some(_), None) => window.open,
+    };
     let turns = queries::turns(reader, session)?;
     let mut prompt_parents = std::collections::HashMap::new();
     let mut usages = std::collections::HashMap::new();
@@ -207,8 +217,9 @@ pub fn session_spans(
                 .find_map(|t| prompt_parents.get(&t.request_seq).copied())
         });
     let trace = client_parent.map_or(ids, |p| p.trace_id);
-    let calls = queries::session_tool_calls(reader, session)?;
-    let permissions = queries::permission_requests(reader, session)?;
+    let calls = queries::session_tool_calls_in(reader, session, window)?;
+    let known_calls = queries::session_tool_call_ids(reader, session)?;
+    let permissions = queries::permission_requests_in(reader, session, window)?;
 
     // The session lasts from its creation to the last thing recorded of it.
     let last_seen = turns
@@ -246,21 +257,27 @@ pub fn session_spans(
         Attribute::Texts(summary.command.clone()),
     ));
     attributes.push(("acp.recording.complete", Attribute::Bool(summary.complete)));
-    spans.push(Span {
-        trace_id: trace,
-        span_id: root,
-        parent_span_id: client_parent.map(|p| p.span_id),
-        name: "acp.session".into(),
-        kind: SpanKind::Internal,
-        start_us: summary.created_at,
-        end_us: last_seen,
-        attributes,
-        status: Status::Unset,
-        finished: summary.connection_ended_at.is_some(),
-    });
+    let root_in_window = window.since.is_none() || window.open;
+    if root_in_window {
+        spans.push(Span {
+            trace_id: trace,
+            span_id: root,
+            parent_span_id: client_parent.map(|p| p.span_id),
+            name: "acp.session".into(),
+            kind: SpanKind::Internal,
+            start_us: summary.created_at,
+            end_us: last_seen,
+            attributes,
+            status: Status::Unset,
+            finished: summary.connection_ended_at.is_some(),
+        });
+    }
 
     let turn_span = |i: usize| span_id(&ids, &format!("turn {}", turns[i].request_seq));
     for (i, turn) in turns.iter().enumerate() {
+        if !in_window(turn.ended_at) {
+            continue;
+        }
         let mut attributes = Vec::new();
         common(&mut attributes);
         attributes.push((
@@ -382,7 +399,7 @@ pub fn session_spans(
         let known_call = request
             .tool_call_id
             .as_deref()
-            .filter(|id| calls.iter().any(|c| c.tool_call_id == *id));
+            .filter(|id| known_calls.contains(*id));
         // Who decided, in the words of the telemetry: acptap's policy, the user (whatever the
         // client answered, by its user or its own setting), or nobody (the turn was cancelled).
         let decided_by = match request.decided_by.as_deref() {
@@ -442,7 +459,7 @@ pub fn session_spans(
             finished: request.decided_at.is_some(),
         });
     }
-    for request in queries::client_requests(reader, session)? {
+    for request in queries::client_requests_in(reader, session, window)? {
         let value: serde_json::Value =
             serde_json::from_slice(&request.raw).unwrap_or(serde_json::Value::Null);
         let params = &value["params"];

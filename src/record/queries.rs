@@ -365,10 +365,19 @@ pub fn client_requests(
     reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<Vec<ClientRequest>> {
+    client_requests_in(reader, session, Window::default())
+}
+
+/// A session's `fs/*` and `terminal/*` requests in `window` (answered since, or unanswered).
+pub fn client_requests_in(
+    reader: &Reader,
+    session: &SessionRef,
+    window: Window,
+) -> rusqlite::Result<Vec<ClientRequest>> {
     let conn = reader.conn();
     let of_client = "(method LIKE 'fs/%' OR method LIKE 'terminal/%')";
     let mut answers: HashMap<i64, (i64, Vec<u8>)> = conn
-        .prepare(&format!(
+        .prepare_cached(&format!(
             "SELECT reply_to_seq, ts, raw FROM messages
              WHERE connection_id = ?1 AND direction = 'c2a' AND kind = 'response'
                AND reply_to_seq IS NOT NULL AND {of_client}"
@@ -377,29 +386,34 @@ pub fn client_requests(
             Ok((r.get(0)?, (r.get(1)?, r.get(2)?)))
         })?
         .collect::<Result<_, _>>()?;
-    conn.prepare(&format!(
+    let wanted = |answer: Option<&(i64, Vec<u8>)>| match window.since {
+        None => true,
+        Some(since) => answer.map_or(window.open, |(ts, _)| *ts >= since),
+    };
+    let mut requests = Vec::new();
+    let mut statement = conn.prepare_cached(&format!(
         "SELECT seq, ts, method, raw FROM messages
          WHERE connection_id = ?1 AND session_id = ?2 AND direction = 'a2c' AND kind = 'request'
            AND {of_client}
          ORDER BY seq"
-    ))?
-    .query_map(params![session.connection_id, session.session_id], |r| {
-        let seq: i64 = r.get(0)?;
-        Ok(ClientRequest {
-            seq,
+    ))?;
+    let mut rows = statement.query(params![session.connection_id, session.session_id])?;
+    while let Some(r) = rows.next()? {
+        let mut request = ClientRequest {
+            seq: r.get(0)?,
             ts: r.get(1)?,
             method: r.get(2)?,
-            raw: r.get(3)?,
+            raw: Vec::new(),
             answer: None,
-        })
-    })?
-    .map(|request| {
-        request.map(|mut request| {
-            request.answer = answers.remove(&request.seq);
-            request
-        })
-    })
-    .collect()
+        };
+        let answer = answers.remove(&request.seq);
+        if wanted(answer.as_ref()) {
+            request.raw = r.get(3)?;
+            request.answer = answer;
+            requests.push(request);
+        }
+    }
+    Ok(requests)
 }
 
 /// One tool call of a session, by its id.
@@ -416,6 +430,54 @@ pub fn tool_call(
         |call| found = Some(call),
     )?;
     Ok(found)
+}
+
+/// Which rows of a session a windowed query reads: those that changed at or after `since`
+/// (microseconds), plus, when `open`, those not finished yet. `since: None` reads them all.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Window {
+    pub since: Option<i64>,
+    pub open: bool,
+}
+
+/// A session's tool calls in `window` (changed since, or not completed or failed), in order of
+/// first appearance.
+pub fn session_tool_calls_in(
+    reader: &Reader,
+    session: &SessionRef,
+    window: Window,
+) -> rusqlite::Result<Vec<ToolCallRow>> {
+    let mut calls = Vec::new();
+    for_each_tool_call_where(
+        reader,
+        "k.connection_id = ?1 AND k.session_id = ?2
+           AND (?3 IS NULL OR k.last_updated_at >= ?3
+                OR (?4 AND coalesce(k.status, '') NOT IN ('completed', 'failed')))",
+        params![
+            session.connection_id,
+            session.session_id,
+            window.since,
+            window.open
+        ],
+        |call| calls.push(call),
+    )?;
+    Ok(calls)
+}
+
+/// The ids of a session's tool calls.
+pub fn session_tool_call_ids(
+    reader: &Reader,
+    session: &SessionRef,
+) -> rusqlite::Result<std::collections::HashSet<String>> {
+    reader
+        .conn()
+        .prepare_cached(
+            "SELECT tool_call_id FROM tool_calls WHERE connection_id = ?1 AND session_id = ?2",
+        )?
+        .query_map(params![session.connection_id, session.session_id], |r| {
+            r.get(0)
+        })?
+        .collect()
 }
 
 /// The tool calls `filter` selects, each handed to `each` as it is read.
@@ -504,32 +566,51 @@ pub fn permission_requests(
     reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<Vec<PermissionRow>> {
+    permission_requests_in(reader, session, Window::default())
+}
+
+/// A session's permission requests in `window` (decided since, or undecided).
+pub fn permission_requests_in(
+    reader: &Reader,
+    session: &SessionRef,
+    window: Window,
+) -> rusqlite::Result<Vec<PermissionRow>> {
     let conn = reader.conn();
-    conn.prepare(
+    conn.prepare_cached(
         "SELECT tool_call_id, request_seq, requested_at, decided_at, decision_us, options, outcome,
                 option_id, option_kind, decided_by, policy_rule, policy_decision, policy_reason,
                 policy_shadow, policy_hash
-         FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2 ORDER BY request_seq",
+         FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2
+           AND (?3 IS NULL OR decided_at >= ?3 OR (?4 AND decided_at IS NULL))
+         ORDER BY request_seq",
     )?
-    .query_map(params![session.connection_id, session.session_id], |r| {
-        Ok(PermissionRow {
-            tool_call_id: r.get(0)?,
-            request_seq: r.get(1)?,
-            requested_at: r.get(2)?,
-            decided_at: r.get(3)?,
-            decision_us: r.get(4)?,
-            options: parse_json(r.get(5)?),
-            outcome: r.get(6)?,
-            option_id: r.get(7)?,
-            option_kind: r.get(8)?,
-            decided_by: r.get(9)?,
-            policy_rule: r.get(10)?,
-            policy_decision: r.get(11)?,
-            policy_reason: r.get(12)?,
-            policy_shadow: r.get::<_, Option<bool>>(13)?.unwrap_or(false),
-            policy_hash: r.get(14)?,
-        })
-    })?
+    .query_map(
+        params![
+            session.connection_id,
+            session.session_id,
+            window.since,
+            window.open
+        ],
+        |r| {
+            Ok(PermissionRow {
+                tool_call_id: r.get(0)?,
+                request_seq: r.get(1)?,
+                requested_at: r.get(2)?,
+                decided_at: r.get(3)?,
+                decision_us: r.get(4)?,
+                options: parse_json(r.get(5)?),
+                outcome: r.get(6)?,
+                option_id: r.get(7)?,
+                option_kind: r.get(8)?,
+                decided_by: r.get(9)?,
+                policy_rule: r.get(10)?,
+                policy_decision: r.get(11)?,
+                policy_reason: r.get(12)?,
+                policy_shadow: r.get::<_, Option<bool>>(13)?.unwrap_or(false),
+                policy_hash: r.get(14)?,
+            })
+        },
+    )?
     .collect()
 }
 
@@ -783,6 +864,18 @@ pub fn connection_start_and_signal(
         [connection_id],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
+}
+
+/// When the newest recorded line of a connection was read (by its seq, the last one read).
+pub fn newest_line_time(reader: &Reader, connection_id: i64) -> rusqlite::Result<Option<i64>> {
+    reader
+        .conn()
+        .query_row(
+            "SELECT ts FROM messages WHERE connection_id = ?1 ORDER BY seq DESC LIMIT 1",
+            [connection_id],
+            |r| r.get(0),
+        )
+        .optional()
 }
 
 /// Every session a connection recorded (created, loaded, or only named), in order.

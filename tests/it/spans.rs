@@ -244,7 +244,10 @@ fn tool_content_only_when_asked_and_redacted_like_the_database() {
     let with = session_spans(
         &reader,
         &session,
-        acptap::export::spans::SpanOptions { tool_content: true },
+        acptap::export::spans::SpanOptions {
+            tool_content: true,
+            ..Default::default()
+        },
     )
     .unwrap();
     let command = with
@@ -263,6 +266,44 @@ fn tool_content_only_when_asked_and_redacted_like_the_database() {
             if let Attribute::Text(t) = value {
                 assert!(!t.contains(GITHUB_TOKEN));
             }
+        }
+    }
+}
+
+/// Live export reads a window of the recording at each look: what ended since a time, and at
+/// the end also what is still open. Whatever the cut, the spans that ended before it plus the
+/// window after it are exactly the whole export, span for span.
+#[test]
+fn windows_of_the_recording_add_up_to_the_whole_export() {
+    use acptap::export::spans::SpanOptions;
+    use acptap::record::queries::Window;
+    for sample in SAMPLES {
+        let sb = Sandbox::new();
+        sb.acptap(&["import", fixture(sample).to_str().unwrap()]);
+        let reader = Reader::open(&sb.db()).unwrap();
+        let session = resolve_session(&reader, "last").unwrap();
+        let whole = session_spans(&reader, &session, SpanOptions::default()).unwrap();
+        let mut cuts: Vec<i64> = whole.iter().flat_map(|s| [s.start_us, s.end_us]).collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        for cut in cuts {
+            let window = SpanOptions {
+                window: Window {
+                    since: Some(cut),
+                    open: true,
+                },
+                ..SpanOptions::default()
+            };
+            let mut pieced: Vec<Span> = whole
+                .iter()
+                .filter(|s| s.finished && s.end_us < cut && s.name != "acp.session")
+                .cloned()
+                .collect();
+            pieced.extend(session_spans(&reader, &session, window).unwrap());
+            pieced.sort_by_key(|s| s.span_id);
+            let mut expected = whole.clone();
+            expected.sort_by_key(|s| s.span_id);
+            assert_eq!(pieced, expected, "{sample}: cut at {cut}");
         }
     }
 }

@@ -94,6 +94,7 @@ pub(in crate::cli) fn run(args: RunArgs, config: &Config) -> anyhow::Result<i32>
         let endpoint = config.otlp.endpoint(url, args.otlp_headers)?;
         let options = SpanOptions {
             tool_content: args.otlp_tool_content || config.otlp.tool_content,
+            window: Default::default(),
         };
         let live = LiveExport::start(db.clone(), recorded_as.clone(), &endpoint, options)?;
         Some((live, endpoint))

@@ -22,6 +22,7 @@ pub(in crate::cli) fn export(args: ExportArgs, config: &Config) -> anyhow::Resul
         ExportFormat::Otlp => {
             let options = crate::export::spans::SpanOptions {
                 tool_content: args.tool_content || config.otlp.tool_content,
+                window: Default::default(),
             };
             let spans = crate::export::spans::session_spans(&reader, &session, options)?;
             let endpoint = config
