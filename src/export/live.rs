@@ -196,8 +196,10 @@ fn build_until_stopped(
 ) {
     let mut queued: HashSet<[u8; 8]> = HashSet::new();
     let mut reader: Option<Reader> = None;
-    // The first look reads everything; each later one what ended since.
+    // The first look reads everything; each later one what ended since, and the lines from the
+    // first message id the previous look had not seen.
     let mut since = i64::MIN;
+    let mut from_message_id = None;
     let mut interval = MIN_INTERVAL;
     loop {
         let stopping = {
@@ -225,14 +227,16 @@ fn build_until_stopped(
                 window: Window {
                     since: (!stopping).then_some(since),
                     open: stopping,
+                    from_message_id: from_message_id.filter(|_| !stopping),
                 },
                 ..options
             };
             match connection_spans(reader, connection_id, options) {
-                Ok((sessions, spans, newest)) => {
+                Ok((sessions, spans, newest, max_id)) => {
                     if let Some(newest) = newest {
                         since = since.max(newest - LOOK_BACK_US);
                     }
+                    from_message_id = Some(max_id + 1);
                     let fresh: Vec<Span> = spans
                         .into_iter()
                         .filter(|s| (stopping || s.finished) && queued.insert(s.span_id))
@@ -257,7 +261,8 @@ fn build_until_stopped(
 
 /// Every session of the connection, their spans in `options`' window, and the time of the
 /// newest line recorded, read in one snapshot of the database.
-type Look = (Vec<String>, Vec<Span>, Option<i64>);
+/// And the largest message id the snapshot holds.
+type Look = (Vec<String>, Vec<Span>, Option<i64>, i64);
 
 fn connection_spans(
     reader: &Reader,
@@ -268,6 +273,7 @@ fn connection_spans(
     conn.execute_batch("BEGIN")?;
     let built = (|| {
         let newest = queries::newest_line_time(reader, connection_id)?;
+        let max_id = queries::max_message_id(reader)?;
         let sessions = queries::connection_sessions(reader, connection_id)?;
         let mut spans = Vec::new();
         for session_id in &sessions {
@@ -277,7 +283,7 @@ fn connection_spans(
             };
             spans.extend(session_spans(reader, &session, options)?);
         }
-        Ok((sessions, spans, newest))
+        Ok((sessions, spans, newest, max_id))
     })();
     let _ = conn.execute_batch("COMMIT");
     built

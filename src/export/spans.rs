@@ -197,7 +197,7 @@ pub fn session_spans(
     let mut prompt_parents = std::collections::HashMap::new();
     let mut usages = std::collections::HashMap::new();
     for (request_seq, request, response) in
-        queries::turn_lines_mentioning(reader, session, "traceparent", "\"usage\"")?
+        queries::turn_lines_mentioning(reader, session, "traceparent", "\"usage\"", window)?
     {
         if let Some(parent) = traceparent_of(&request) {
             prompt_parents.insert(request_seq, parent);
@@ -209,13 +209,19 @@ pub fn session_spans(
             usages.insert(request_seq, usage);
         }
     }
-    let client_parent = queries::session_opening_request(reader, session)?
-        .and_then(|raw| traceparent_of(&raw))
-        .or_else(|| {
-            turns
-                .iter()
-                .find_map(|t| prompt_parents.get(&t.request_seq).copied())
-        });
+    // The client's trace context: that of the request that opened the session, else that of
+    // its first prompt. (A session only seen in passing has no opening request to look for.)
+    let opening = if summary.origin == "seen" {
+        None
+    } else {
+        queries::session_opening_request(reader, session)?
+    };
+    let client_parent = match opening.and_then(|raw| traceparent_of(&raw)) {
+        Some(parent) => Some(parent),
+        None => {
+            queries::first_prompt_request(reader, session)?.and_then(|raw| traceparent_of(&raw))
+        }
+    };
     let trace = client_parent.map_or(ids, |p| p.trace_id);
     let calls = queries::session_tool_calls_in(reader, session, window)?;
     let known_calls = queries::session_tool_call_ids(reader, session)?;

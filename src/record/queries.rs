@@ -376,6 +376,9 @@ pub fn client_requests_in(
 ) -> rusqlite::Result<Vec<ClientRequest>> {
     let conn = reader.conn();
     let of_client = "(method LIKE 'fs/%' OR method LIKE 'terminal/%')";
+    if let Some(from) = window.from_message_id {
+        return client_requests_answered_from(reader, session, from, window.open);
+    }
     let mut answers: HashMap<i64, (i64, Vec<u8>)> = conn
         .prepare_cached(&format!(
             "SELECT reply_to_seq, ts, raw FROM messages
@@ -416,6 +419,87 @@ pub fn client_requests_in(
     Ok(requests)
 }
 
+/// The session's requests to the client whose answer has a message id of `from` or more (plus,
+/// when `open`, the unanswered ones), reading only those lines: the answers by rowid range, each
+/// request by its seq.
+fn client_requests_answered_from(
+    reader: &Reader,
+    session: &SessionRef,
+    from: i64,
+    open: bool,
+) -> rusqlite::Result<Vec<ClientRequest>> {
+    let conn = reader.conn();
+    let of_client = "(method LIKE 'fs/%' OR method LIKE 'terminal/%')";
+    let mut request_by_seq = conn.prepare_cached(&format!(
+        "SELECT seq, ts, method, raw FROM messages
+         WHERE connection_id = ?1 AND seq = ?2 AND session_id = ?3 AND direction = 'a2c'
+           AND kind = 'request' AND {of_client}"
+    ))?;
+    let mut requests = Vec::new();
+    let answers: Vec<(i64, i64, Vec<u8>)> = conn
+        .prepare_cached(&format!(
+            "SELECT reply_to_seq, ts, raw FROM messages
+             WHERE id >= ?2 AND connection_id = ?1 AND direction = 'c2a' AND kind = 'response'
+               AND reply_to_seq IS NOT NULL AND {of_client}"
+        ))?
+        .query_map(params![session.connection_id, from], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    for (seq, ts, raw) in answers {
+        let request = request_by_seq
+            .query_row(
+                params![session.connection_id, seq, session.session_id],
+                |r| {
+                    Ok(ClientRequest {
+                        seq: r.get(0)?,
+                        ts: r.get(1)?,
+                        method: r.get(2)?,
+                        raw: r.get(3)?,
+                        answer: Some((ts, raw.clone())),
+                    })
+                },
+            )
+            .optional()?;
+        requests.extend(request);
+    }
+    if open {
+        // Unanswered: every request of the session without an answer (once, at the end).
+        let mut all = client_requests_in(reader, session, Window::default())?;
+        all.retain(|r| r.answer.is_none());
+        requests.extend(all);
+    }
+    requests.sort_by_key(|r| r.seq);
+    Ok(requests)
+}
+
+/// The largest message id in the database: a look at it later reads from the next one on.
+pub fn max_message_id(reader: &Reader) -> rusqlite::Result<i64> {
+    reader
+        .conn()
+        .query_row("SELECT coalesce(max(id), 0) FROM messages", [], |r| {
+            r.get(0)
+        })
+}
+
+/// The request line of a session's first prompt turn.
+pub fn first_prompt_request(
+    reader: &Reader,
+    session: &SessionRef,
+) -> rusqlite::Result<Option<Vec<u8>>> {
+    reader
+        .conn()
+        .query_row(
+            "SELECT m.raw FROM prompt_turns t
+             JOIN messages m ON m.connection_id = t.connection_id AND m.seq = t.request_seq
+             WHERE t.connection_id = ?1 AND t.session_id = ?2
+             ORDER BY t.request_seq LIMIT 1",
+            params![session.connection_id, session.session_id],
+            |r| r.get(0),
+        )
+        .optional()
+}
+
 /// One tool call of a session, by its id.
 pub fn tool_call(
     reader: &Reader,
@@ -438,6 +522,10 @@ pub fn tool_call(
 pub struct Window {
     pub since: Option<i64>,
     pub open: bool,
+    /// Where the window is a look after an earlier one: the first message id that look had not
+    /// seen. Queries over the messages table then read from that id on (a range of the rowid)
+    /// instead of every line of the connection.
+    pub from_message_id: Option<i64>,
 }
 
 /// A session's tool calls in `window` (changed since, or not completed or failed), in order of
@@ -914,14 +1002,15 @@ pub fn session_opening_request(
 /// A prompt turn's request seq, its request line and its response line (if answered).
 pub type TurnLines = (i64, Vec<u8>, Option<Vec<u8>>);
 
-/// The prompt turns of a session whose request mentions `in_request` or whose response mentions
-/// `in_response` (a `_meta` key, `usage`): the request's seq, the request's line and the
-/// response's line. The rest are not read.
+/// The prompt turns of a session in `window` (ended since, or open) whose request mentions
+/// `in_request` or whose response mentions `in_response` (a `_meta` key, `usage`): the
+/// request's seq, the request's line and the response's line. The rest are not read.
 pub fn turn_lines_mentioning(
     reader: &Reader,
     session: &SessionRef,
     in_request: &str,
     in_response: &str,
+    window: Window,
 ) -> rusqlite::Result<Vec<TurnLines>> {
     reader
         .conn()
@@ -932,6 +1021,7 @@ pub fn turn_lines_mentioning(
              LEFT JOIN messages response ON response.connection_id = t.connection_id
                                         AND response.seq = t.response_seq
              WHERE t.connection_id = ?1 AND t.session_id = ?2
+               AND (?5 IS NULL OR t.ended_at >= ?5 OR (?6 AND t.ended_at IS NULL))
                AND (instr(request.raw, CAST(?3 AS BLOB)) OR instr(response.raw, CAST(?4 AS BLOB)))
              ORDER BY t.request_seq",
         )?
@@ -940,7 +1030,9 @@ pub fn turn_lines_mentioning(
                 session.connection_id,
                 session.session_id,
                 in_request,
-                in_response
+                in_response,
+                window.since,
+                window.open
             ],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?

@@ -291,6 +291,7 @@ fn windows_of_the_recording_add_up_to_the_whole_export() {
                 window: Window {
                     since: Some(cut),
                     open: true,
+                    from_message_id: None,
                 },
                 ..SpanOptions::default()
             };
@@ -306,4 +307,56 @@ fn windows_of_the_recording_add_up_to_the_whole_export() {
             assert_eq!(pieced, expected, "{sample}: cut at {cut}");
         }
     }
+}
+
+/// The live export's later looks read the agent's requests to the client by the id of their
+/// answer's line: from any cut, they are exactly the requests answered at or after it, plus
+/// (at the end) the unanswered ones.
+#[test]
+fn requests_to_the_client_read_from_a_message_id_are_those_answered_since() {
+    use acptap::record::queries::Window;
+    let mut checked = 0;
+    for sample in SAMPLES {
+        let sb = Sandbox::new();
+        sb.acptap(&["import", fixture(sample).to_str().unwrap()]);
+        let reader = Reader::open(&sb.db()).unwrap();
+        let session = resolve_session(&reader, "last").unwrap();
+        let all = queries::client_requests(&reader, &session).unwrap();
+        let conn = sb.conn();
+        let answer_ids: HashMap<i64, i64> = conn
+            .prepare("SELECT reply_to_seq, id FROM messages WHERE direction = 'c2a' AND kind = 'response' AND reply_to_seq IS NOT NULL")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let max_id: i64 = conn
+            .query_row("SELECT max(id) FROM messages", [], |r| r.get(0))
+            .unwrap();
+        for cut in 1..=max_id + 1 {
+            for open in [false, true] {
+                let window = Window {
+                    since: Some(i64::MAX),
+                    open,
+                    from_message_id: Some(cut),
+                };
+                let got: Vec<i64> = queries::client_requests_in(&reader, &session, window)
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.seq)
+                    .collect();
+                let expected: Vec<i64> = all
+                    .iter()
+                    .filter(|r| match answer_ids.get(&r.seq) {
+                        Some(id) => r.answer.is_some() && *id >= cut,
+                        None => open,
+                    })
+                    .map(|r| r.seq)
+                    .collect();
+                assert_eq!(got, expected, "{sample}: from message {cut}, open {open}");
+            }
+        }
+        checked += all.len();
+    }
+    assert!(checked > 0, "no sample has requests to the client");
 }
