@@ -38,6 +38,8 @@ const INTERVAL_PER_BUILD_TIME: u32 = 5;
 /// a line is timed when it is read and committed a little later, so one timed just before the
 /// previous look may have been committed just after it. (A span seen twice is sent once.)
 const LOOK_BACK_US: i64 = 5_000_000;
+/// The last look (when the recorder has written everything) reads this much further back.
+const LAST_LOOK_BACK_US: i64 = 60_000_000;
 
 /// Requests waiting for the sender, [`SPANS_PER_REQUEST`] spans each at most: what does not fit
 /// while the collector is slow or down is lost (and stays in the recording).
@@ -221,11 +223,15 @@ fn build_until_stopped(
         }
         if let Some(reader) = &reader {
             let started = Instant::now();
-            // The last look reads the whole recording (sending only what was not sent), so that
-            // nothing is missed whatever the recorder's lag was.
+            // The last look reaches further back (and reads the lines from the start), for a
+            // line timed long before it was committed.
             let options = SpanOptions {
                 window: Window {
-                    since: (!stopping).then_some(since),
+                    since: Some(if stopping {
+                        since.saturating_sub(LAST_LOOK_BACK_US)
+                    } else {
+                        since
+                    }),
                     open: stopping,
                     from_message_id: from_message_id.filter(|_| !stopping),
                 },

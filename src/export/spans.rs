@@ -170,7 +170,7 @@ fn text(key: &'static str, value: Option<&str>) -> Option<(&'static str, Attribu
 /// The spans of one session, parents before their children.
 ///
 /// Where the client sent a W3C `traceparent` in the `_meta` of the request that opened the
-/// session (else of its first prompt that has one), the spans join that trace: the root span's
+/// session (else of its first prompt), the spans join that trace: the root span's
 /// parent is the client's span, and a turn whose prompt names a span of the same trace is that
 /// span's child. Span ids stay derived from the recording.
 pub fn session_spans(
