@@ -519,3 +519,66 @@ fn a_busy_backend_gets_the_request_again() {
     );
     assert_eq!(requests.load(Ordering::SeqCst), 3);
 }
+
+/// A permission request that acptap's policy answered reaches the backend as decided by the
+/// policy, with the rule and the policy files' hash, live through `acptap run --policy --otlp`.
+#[test]
+fn a_policy_decision_reaches_phoenix_with_its_rule_and_hash() {
+    use std::io::Read;
+    let phoenix = Phoenix::start();
+    let sb = Sandbox::new();
+    let policy = sb.path("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[[rule]]\nid = \"bench-reads\"\ndecision = \"allow\"\nkind = \"read\"\npaths = [\"/bench/**\"]\n",
+    )
+    .unwrap();
+    let mut child = Command::new(crate::util::acptap_bin())
+        .args(["run", "--db"])
+        .arg(sb.db())
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--otlp", &format!("http://127.0.0.1:{}", phoenix.port)])
+        .arg("--")
+        .arg(crate::util::acptap_bin())
+        .args(["bench-peer", "tools", "3"])
+        .env("XDG_CONFIG_HOME", sb.dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The policy answers every request; the client only reads.
+    let mut output = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut output)
+        .unwrap();
+    drop(child.stdin.take());
+    let out = finish(child, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("not sent"), "{stderr}");
+
+    let reader = Reader::open(&sb.db()).unwrap();
+    let session = resolve_session(&reader, "last").unwrap();
+    let permissions = queries::permission_requests(&reader, &session).unwrap();
+    assert_eq!(permissions.len(), 3);
+    let hash = permissions[0].policy_hash.clone().expect("a policy hash");
+    let model = session_spans(&reader, &session, Default::default()).unwrap();
+    let spans = phoenix.spans(&hex(&model[0].trace_id), model.len());
+    let decided: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["name"] == "acp.permission")
+        .collect();
+    assert_eq!(decided.len(), 3, "{spans:#?}");
+    for span in decided {
+        let attributes = &span["attributes"];
+        assert_eq!(attributes["acp.permission.decided_by"], "policy");
+        assert_eq!(attributes["acp.permission.policy.rule"], "bench-reads");
+        assert_eq!(attributes["acp.permission.policy.hash"], hash.as_str());
+        assert_eq!(attributes["acp.permission.option_kind"], "allow_once");
+    }
+}
