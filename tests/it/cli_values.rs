@@ -72,6 +72,40 @@ fn hostile_values_are_refused_with_a_clear_error() {
             "99999999999999999999999",
         ),
         (vec!["stats", "--since", "1.5.3h"], "1.5.3h"),
+        (
+            vec!["run", "--otlp", "localhost:4318", "--", "true"],
+            "`localhost:4318` is not an OTLP/HTTP endpoint",
+        ),
+        (
+            vec![
+                "run",
+                "--otlp",
+                "http://h:4318",
+                "--no-record",
+                "--",
+                "true",
+            ],
+            "--no-record",
+        ),
+        (
+            vec!["run", "--otlp", "--otlp-header", "novalue", "--", "true"],
+            "novalue",
+        ),
+        (
+            vec!["run", "--otlp", "http://h", "--no-otlp", "--", "true"],
+            "--no-otlp",
+        ),
+        (
+            vec![
+                "export",
+                "last",
+                "--format",
+                "otlp",
+                "--endpoint",
+                "grpc://h:4317",
+            ],
+            "grpc://h:4317",
+        ),
         (vec!["stats", "--since", ""], "duration"),
     ];
     for (args, named) in &cases {
