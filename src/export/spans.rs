@@ -223,7 +223,7 @@ pub fn session_spans(
         }
     };
     let trace = client_parent.map_or(ids, |p| p.trace_id);
-    let calls = queries::session_tool_calls_in(reader, session, window)?;
+    let calls = queries::session_tool_calls_in(reader, session, window, options.tool_content)?;
     let known_calls = queries::session_tool_call_ids(reader, session)?;
     let permissions = queries::permission_requests_in(reader, session, window)?;
 

@@ -529,15 +529,18 @@ pub struct Window {
 }
 
 /// A session's tool calls in `window` (changed since, or not completed or failed), in order of
-/// first appearance.
+/// first appearance; without `raw_input` and `raw_output` unless `with_io`.
 pub fn session_tool_calls_in(
     reader: &Reader,
     session: &SessionRef,
     window: Window,
+    with_io: bool,
 ) -> rusqlite::Result<Vec<ToolCallRow>> {
     let mut calls = Vec::new();
-    for_each_tool_call_where(
+    let io = if with_io { Columns::All } else { Columns::NoIo };
+    for_each_tool_call_columns_where(
         reader,
+        io,
         "k.connection_id = ?1 AND k.session_id = ?2
            AND (?3 IS NULL OR k.last_updated_at >= ?3
                 OR (?4 AND coalesce(k.status, '') NOT IN ('completed', 'failed')))",
@@ -589,17 +592,39 @@ pub fn for_each_tool_call(
     )
 }
 
+/// Which of a tool call's columns are read.
+#[derive(Clone, Copy)]
+enum Columns {
+    All,
+    /// Not `raw_input` and `raw_output` (the arguments and result, often the largest).
+    NoIo,
+}
+
 /// The tool calls (`k`) matching `condition`, in order of first appearance.
 fn for_each_tool_call_where(
     reader: &Reader,
     condition: &str,
     values: impl rusqlite::Params,
+    each: impl FnMut(ToolCallRow),
+) -> rusqlite::Result<()> {
+    for_each_tool_call_columns_where(reader, Columns::All, condition, values, each)
+}
+
+fn for_each_tool_call_columns_where(
+    reader: &Reader,
+    columns: Columns,
+    condition: &str,
+    values: impl rusqlite::Params,
     mut each: impl FnMut(ToolCallRow),
 ) -> rusqlite::Result<()> {
     let conn = reader.conn();
+    let io = match columns {
+        Columns::All => "k.raw_input, k.raw_output",
+        Columns::NoIo => "NULL, NULL",
+    };
     let mut statement = conn.prepare_cached(&format!(
         "SELECT k.connection_id, k.session_id, k.tool_call_id, k.title, k.kind, k.status, k.content,
-                k.locations, k.raw_input, k.raw_output, k.created_by, k.first_seen_at,
+                k.locations, {io}, k.created_by, k.first_seen_at,
                 k.last_updated_at, k.update_count,
                 (SELECT min(m.seq) FROM tool_call_events e JOIN messages m ON m.id = e.message_id
                   WHERE e.tool_call_row = k.id)
@@ -654,24 +679,34 @@ pub fn permission_requests(
     reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<Vec<PermissionRow>> {
-    permission_requests_in(reader, session, Window::default())
+    permission_rows(reader, session, Window::default(), "options")
 }
 
-/// A session's permission requests in `window` (decided since, or undecided).
+/// A session's permission requests in `window` (decided since, or undecided), without the
+/// options offered (`options` is `None`).
 pub fn permission_requests_in(
     reader: &Reader,
     session: &SessionRef,
     window: Window,
 ) -> rusqlite::Result<Vec<PermissionRow>> {
+    permission_rows(reader, session, window, "NULL")
+}
+
+fn permission_rows(
+    reader: &Reader,
+    session: &SessionRef,
+    window: Window,
+    options: &str,
+) -> rusqlite::Result<Vec<PermissionRow>> {
     let conn = reader.conn();
-    conn.prepare_cached(
-        "SELECT tool_call_id, request_seq, requested_at, decided_at, decision_us, options, outcome,
+    conn.prepare_cached(&format!(
+        "SELECT tool_call_id, request_seq, requested_at, decided_at, decision_us, {options}, outcome,
                 option_id, option_kind, decided_by, policy_rule, policy_decision, policy_reason,
                 policy_shadow, policy_hash
          FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2
            AND (?3 IS NULL OR decided_at >= ?3 OR (?4 AND decided_at IS NULL))
-         ORDER BY request_seq",
-    )?
+         ORDER BY request_seq"
+    ))?
     .query_map(
         params![
             session.connection_id,
