@@ -480,20 +480,9 @@ pub(crate) fn parse_header(text: &str) -> Result<(String, String), String> {
     let (name, value) = text
         .split_once('=')
         .ok_or_else(|| format!("`{text}` is not a header: write NAME=VALUE"))?;
-    let name = name.trim();
-    if name.is_empty()
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
-    {
-        return Err(format!(
-            "`{name}` is not a header name: letters, digits, `-` and `_` only"
-        ));
-    }
-    if value.bytes().any(|b| b == b'\r' || b == b'\n') {
-        return Err(format!("the value of header `{name}` has a line break"));
-    }
-    Ok((name.to_owned(), value.trim().to_owned()))
+    let (name, value) = (name.trim(), value.trim());
+    crate::export::otlp::check_header(name, value)?;
+    Ok((name.to_owned(), value.to_owned()))
 }
 
 /// Turns numbered from 1, `FROM-TO` (inclusive), `FROM-` or `all`, as a range from 0.

@@ -62,7 +62,32 @@ pub struct Endpoint {
     pub headers: Vec<(String, String)>,
 }
 
+/// Whether `name=value` can be sent as an HTTP header: a name of letters, digits, `-` and `_`;
+/// a value without control characters (a line break would start another header).
+pub fn check_header(name: &str, value: &str) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+    {
+        return Err(format!(
+            "`{name}` is not a header name: letters, digits, `-` and `_` only"
+        ));
+    }
+    if value.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(format!(
+            "the value of header `{name}` has a line break or another control character"
+        ));
+    }
+    Ok(())
+}
+
 impl Endpoint {
+    /// The URL as it may be shown: a password in it replaced by `***`.
+    pub fn shown(&self) -> String {
+        shown_url(&self.url)
+    }
+
     /// `url` as given, with `/v1/traces` added when it names only a host (as
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` does).
     pub fn new(url: &str, headers: Vec<(String, String)>) -> Endpoint {
@@ -105,6 +130,9 @@ pub fn from_environment(
              (acptap sends OTLP over HTTP with protobuf, not gRPC)"
         ));
     }
+    for (key, value) in &defaults {
+        check_header(key, value).map_err(|e| format!("the config file's [otlp] headers: {e}"))?;
+    }
     let mut from_env = defaults;
     for name in [
         "OTEL_EXPORTER_OTLP_HEADERS",
@@ -117,13 +145,32 @@ pub fn from_environment(
             let (key, value) = pair
                 .split_once('=')
                 .ok_or_else(|| format!("{name}: `{}` is not name=value", pair.trim()))?;
-            from_env.push((key.trim().to_owned(), percent_decode(value.trim())));
+            let (key, value) = (key.trim(), percent_decode(value.trim()));
+            check_header(key, &value).map_err(|e| format!("{name}: {e}"))?;
+            from_env.push((key.to_owned(), value));
         }
     }
     // Defaults (the config file), then the environment, then the command line: the later wins
     // where names repeat.
     from_env.append(&mut headers);
     Ok(Endpoint::new(&url, from_env))
+}
+
+/// `url` with the password of its `user:password@` part replaced by `***`.
+fn shown_url(url: &str) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let authority_end = url[start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| start + i);
+    match url[start..authority_end].rfind('@') {
+        Some(at) => match url[start..start + at].find(':') {
+            Some(colon) => format!("{}***{}", &url[..start + colon + 1], &url[start + at..]),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
 }
 
 /// `%XX` escapes decoded (as OTEL_EXPORTER_OTLP_HEADERS values are written); others kept.
@@ -171,7 +218,7 @@ impl Sender {
             .with_headers(endpoint.headers.iter().cloned().collect())
             .build()
             .map_err(|e| OtlpError::Setup {
-                endpoint: endpoint.url.clone(),
+                endpoint: endpoint.shown(),
                 message: e.to_string(),
             })?;
         exporter.set_resource(
@@ -184,10 +231,11 @@ impl Sender {
         );
         Ok(Sender {
             exporter,
-            url: endpoint.url.clone(),
+            url: endpoint.shown(),
         })
     }
 
+    /// The endpoint's URL as it may be shown.
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -231,7 +279,7 @@ pub fn send(spans: &[Span], endpoint: &Endpoint) -> Result<usize, OtlpError> {
         sender
             .send_request(chunk, EXPORT_PATIENCE)
             .map_err(|message| OtlpError::Send {
-                endpoint: endpoint.url.clone(),
+                endpoint: endpoint.shown(),
                 sent,
                 total: spans.len(),
                 message,
@@ -433,6 +481,35 @@ mod tests {
             "connection refused"
         );
         assert_eq!(describe("something else"), "something else");
+    }
+
+    #[test]
+    fn a_password_in_the_url_is_never_shown() {
+        let shown = |url: &str| Endpoint::new(url, vec![]).shown();
+        assert_eq!(
+            shown("https://u:pw@h:4318"),
+            "https://u:***@h:4318/v1/traces"
+        );
+        assert_eq!(shown("https://u@h"), "https://u@h/v1/traces");
+        assert_eq!(shown("http://h/a@b"), "http://h/a@b/v1/traces");
+        assert_eq!(shown("http://u:p:q@h"), "http://u:***@h/v1/traces");
+    }
+
+    #[test]
+    fn headers_from_the_environment_and_config_are_checked_too() {
+        let env = |name: &str| {
+            (name == "OTEL_EXPORTER_OTLP_HEADERS").then(|| "x-a=b%0d%0aevil: 1".to_owned())
+        };
+        let error = from_environment(None, vec![], vec![], env).unwrap_err();
+        assert!(
+            error.contains("OTEL_EXPORTER_OTLP_HEADERS") && error.contains("x-a"),
+            "{error}"
+        );
+        let error = from_environment(None, vec![("bad name".into(), "v".into())], vec![], |_| {
+            None
+        })
+        .unwrap_err();
+        assert!(error.contains("[otlp] headers"), "{error}");
     }
 
     #[test]

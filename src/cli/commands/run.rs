@@ -119,7 +119,7 @@ pub(in crate::cli) fn run(args: RunArgs, config: &Config) -> anyhow::Result<i32>
         // The client has had every byte; it sees the end of our stdout now, not after the wait
         // for the collector.
         release_stdout();
-        report_lost_spans(&live.finish(OTLP_FINISH_PATIENCE), &endpoint.url, db);
+        report_lost_spans(&live.finish(OTLP_FINISH_PATIENCE), &endpoint.shown(), db);
     }
     Ok(outcome.exit_code)
 }

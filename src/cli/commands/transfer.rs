@@ -36,7 +36,7 @@ pub(in crate::cli) fn export(args: ExportArgs, config: &Config) -> anyhow::Resul
             eprintln!(
                 "acptap: sent {sent} span(s) of session {} to {} (trace {trace})",
                 crate::inspect::terminal_safe(&session.session_id),
-                endpoint.url
+                endpoint.shown()
             );
             return Ok(0);
         }
