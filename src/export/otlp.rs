@@ -42,6 +42,8 @@ pub enum OtlpError {
             Some(404) => "is this the traces endpoint? (it usually ends in /v1/traces)",
             Some(status) if retryable(status) => "the backend is busy or full: send again later",
             Some(_) => "the backend refused them",
+            None if message.contains("certificate") =>
+                "for a collector with a private CA, point SSL_CERT_FILE at the CA's certificate",
             None => "is a collector listening there?",
         }
     )]
@@ -201,6 +203,38 @@ fn percent_decode(text: &str) -> String {
 /// How long `export` keeps sending one request again while the backend refuses it.
 const EXPORT_PATIENCE: Duration = Duration::from_secs(16);
 
+/// At most this much of a collector's answer is read (an OTLP answer is a few bytes of
+/// protobuf; a collector that answers with gigabytes must not take acptap's memory with it).
+const MAX_ANSWER_BYTES: u64 = 64 * 1024;
+
+/// The HTTP client the exporter sends with: reqwest's blocking client, reading at most
+/// [`MAX_ANSWER_BYTES`] of an answer. (The stock one reads the whole answer into memory.)
+#[derive(Debug)]
+struct CappedClient(reqwest::blocking::Client);
+
+#[async_trait::async_trait]
+impl opentelemetry_http::HttpClient for CappedClient {
+    async fn send_bytes(
+        &self,
+        request: opentelemetry_http::Request<opentelemetry_http::Bytes>,
+    ) -> Result<
+        opentelemetry_http::Response<opentelemetry_http::Bytes>,
+        opentelemetry_http::HttpError,
+    > {
+        use std::io::Read;
+        let response = self.0.execute(request.try_into()?)?.error_for_status()?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let mut body = Vec::new();
+        response.take(MAX_ANSWER_BYTES).read_to_end(&mut body)?;
+        let mut answer = opentelemetry_http::Response::builder()
+            .status(status)
+            .body(opentelemetry_http::Bytes::from(body))?;
+        *answer.headers_mut() = headers;
+        Ok(answer)
+    }
+}
+
 /// One OTLP/HTTP exporter, for any number of requests to one endpoint.
 pub struct Sender {
     exporter: opentelemetry_otlp::SpanExporter,
@@ -210,17 +244,23 @@ pub struct Sender {
 impl Sender {
     /// An exporter whose requests give up after `timeout`.
     pub fn new(endpoint: &Endpoint, timeout: Duration) -> Result<Sender, OtlpError> {
+        let setup = |message: String| OtlpError::Setup {
+            endpoint: endpoint.shown(),
+            message,
+        };
+        let client = reqwest::blocking::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| setup(e.to_string()))?;
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
+            .with_http_client(CappedClient(client))
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(&endpoint.url)
             .with_timeout(timeout)
             .with_headers(endpoint.headers.iter().cloned().collect())
             .build()
-            .map_err(|e| OtlpError::Setup {
-                endpoint: endpoint.shown(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| setup(e.to_string()))?;
         exporter.set_resource(
             &Resource::builder_empty()
                 .with_attributes([
@@ -314,6 +354,12 @@ fn describe(error: &str) -> String {
         "connection refused".to_owned()
     } else if error.contains("TimedOut") || error.contains("timed out") {
         "no answer in time".to_owned()
+    } else if let Some(at) = error.find("InvalidCertificate(") {
+        let reason: String = error[at + "InvalidCertificate(".len()..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric())
+            .collect();
+        format!("the collector's TLS certificate is not trusted ({reason})")
     } else if error.contains("dns error") || error.contains("failed to lookup") {
         "the host name does not resolve".to_owned()
     } else {

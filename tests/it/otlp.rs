@@ -582,3 +582,61 @@ fn a_policy_decision_reaches_phoenix_with_its_rule_and_hash() {
         assert_eq!(attributes["acp.permission.option_kind"], "allow_once");
     }
 }
+
+/// A collector that answers 200 with an endless body: acptap reads a few KiB of it and goes on,
+/// instead of holding the whole answer in memory (4 GiB when this was found). The peak memory is
+/// read by the venv's Python, whose only child the export is.
+#[test]
+fn a_collector_answering_without_end_costs_no_memory() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0usize;
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4000000000\r\n\r\n");
+                let zeros = vec![0u8; 1 << 20];
+                while stream.write_all(&zeros).is_ok() {}
+            });
+        }
+    });
+    let python = phoenix_bin().with_file_name("python");
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); \
+             sys.stderr.write(r.stderr.decode()); \
+             print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+        ])
+        .arg(crate::util::acptap_bin())
+        .args(["export", "--db"])
+        .arg(sb.db())
+        .args(["last", "--format", "otlp", "--endpoint", &url])
+        .env("XDG_CONFIG_HOME", sb.dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut fields = said.split_whitespace();
+    assert_eq!(fields.next(), Some("0"), "{stderr}");
+    let peak_kib: u64 = fields.next().unwrap().parse().unwrap();
+    assert!(stderr.contains("sent "), "{stderr}");
+    assert!(
+        peak_kib < 100 * 1024,
+        "the export held {peak_kib} KiB: it read the collector's answer into memory"
+    );
+}
