@@ -24,6 +24,7 @@
 
 pub mod bench;
 pub mod bench_read;
+pub mod check;
 pub mod cli;
 pub mod demo;
 pub mod export;
@@ -56,6 +57,7 @@ mod layering {
         ("bench", &["record", "protocol"]),
         ("bench_read", &["record", "protocol"]),
         ("export", &["record", "protocol"]),
+        ("check", &[]),
     ];
 
     fn sources(path: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -42,6 +42,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Load a transcript (as `export` writes it, or shared/samples) into the database.
     Import(ImportArgs),
+    /// Check recorded sessions or transcript files against the protocol: each message against
+    /// its schema, and the rules of the conversation (see docs/check.md). Exit 1 on findings.
+    Check(CheckArgs),
     /// Write one session as a self-contained HTML file: timeline, tool calls, diffs, permission
     /// decisions, the raw messages, with filters.
     Report(ReportArgs),
@@ -133,6 +136,10 @@ pub struct RunArgs {
     /// `otlp.endpoint`, or http://localhost:4318.
     #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
     pub otlp: Option<String>,
+    /// When the agent has exited, check the recorded connection against the protocol and print
+    /// the findings on stderr (see docs/check.md); the exit status stays the agent's.
+    #[arg(long)]
+    pub check: bool,
     /// Do not send spans, even if the config file's `otlp.run` says so.
     #[arg(long, conflicts_with = "otlp")]
     pub no_otlp: bool,
@@ -150,6 +157,25 @@ pub struct RunArgs {
     /// The agent command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "AGENT")]
     pub agent: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Sessions (an id, a unique prefix, or `last`: the session's whole connection is checked)
+    /// or transcript files (`FILE.jsonl`, as `export` writes them) [default: last]
+    #[arg(value_name = "SESSION|FILE")]
+    pub sources: Vec<String>,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the results as JUnit XML to FILE (a test case per rule), for CI.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Exit 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value = "error", value_name = "LEVEL")]
+    pub fail_on: crate::check::Severity,
 }
 
 #[derive(Debug, Args)]

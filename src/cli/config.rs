@@ -34,6 +34,42 @@ pub struct Config {
     pub redact: RedactConfig,
     #[serde(default)]
     pub otlp: OtlpConfig,
+    #[serde(default)]
+    pub check: CheckConfig,
+}
+
+/// `acptap check`'s settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckConfig {
+    /// Rules not reported for an agent: its name as it answers initialize (a prefix of
+    /// "NAME VERSION" matches, so "Gemini CLI" covers every version), or "*" for every agent.
+    #[serde(default)]
+    pub silence: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl CheckConfig {
+    /// Whether findings of `rule` are silenced for `agent`.
+    pub fn silenced(&self, agent: Option<&str>, rule: &str) -> bool {
+        self.silence.iter().any(|(who, rules)| {
+            (who == "*" || agent.is_some_and(|a| a.starts_with(who.as_str())))
+                && rules.iter().any(|r| r == rule)
+        })
+    }
+
+    /// Every silenced rule id is a rule: a typo would silence nothing.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        for (who, rules) in &self.silence {
+            for rule in rules {
+                if crate::check::rule(rule).is_none() {
+                    anyhow::bail!(
+                        "the config file's [check] silence for `{who}` names `{rule}`, which is not a rule; the rules are listed by docs/check.md"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Where `acptap export --format otlp` and `acptap run --otlp` send, when the command line and

@@ -96,6 +96,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Report(args) => commands::views::report(args, config),
+        Command::Check(args) => commands::check::check(args, config),
         Command::Tail(args) => commands::views::tail(args, config),
         Command::Stats(args) => commands::views::stats(args, config),
         Command::Prune(args) => commands::maintenance::prune(args, config),

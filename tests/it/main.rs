@@ -1,5 +1,6 @@
 //! acptap's integration tests: one binary, the built `acptap` between real processes.
 
+mod check;
 mod cli_values;
 mod demo;
 mod differential;

@@ -113,6 +113,16 @@ impl Sandbox {
     }
 
     /// Runs an acptap command (not `run`) against the sandbox database.
+    /// `acptap ARGS` against this sandbox's database, whatever its exit status.
+    pub fn acptap_status(&self, args: &[&str]) -> Output {
+        Command::new(acptap_bin())
+            .args(args)
+            .env("ACPTAP_DB", self.db())
+            .env("XDG_CONFIG_HOME", self.dir.path())
+            .output()
+            .expect("run acptap")
+    }
+
     pub fn acptap(&self, args: &[&str]) -> Output {
         let output = Command::new(acptap_bin())
             .args(args)

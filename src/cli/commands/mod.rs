@@ -2,6 +2,7 @@
 //! and the config file, calls the library, and prints.
 
 pub(super) mod bench;
+pub(super) mod check;
 pub(super) mod maintenance;
 pub(super) mod replay;
 pub(super) mod run;

@@ -82,6 +82,15 @@ pub(in crate::cli) fn run(args: RunArgs, config: &Config) -> anyhow::Result<i32>
     } else {
         Destination::Database(args.db.path()?)
     };
+    let args_check = args.check;
+    if args.check {
+        config.check.validate()?;
+        if args.no_record {
+            anyhow::bail!(
+                "--check checks the recording, and --no-record records nothing: drop one of them"
+            );
+        }
+    }
     let recorded_as = std::sync::Arc::new(std::sync::OnceLock::new());
     let live = if !args.no_otlp && (args.otlp.is_some() || config.otlp.run) {
         let Destination::Database(db) = &destination else {
@@ -115,6 +124,11 @@ pub(in crate::cli) fn run(args: RunArgs, config: &Config) -> anyhow::Result<i32>
         },
         proxy::ClientStreams::stdio()?,
     )?;
+    if let (true, Some(id), Destination::Database(db)) =
+        (args_check, outcome.connection_id, &destination)
+    {
+        super::check::after_run(db, id, config);
+    }
     if let (Some((live, endpoint)), Destination::Database(db)) = (live, &destination) {
         // The client has had every byte; it sees the end of our stdout now, not after the wait
         // for the collector.
