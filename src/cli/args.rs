@@ -45,6 +45,9 @@ pub enum Command {
     /// Check recorded sessions or transcript files against the protocol: each message against
     /// its schema, and the rules of the conversation (see docs/check.md). Exit 1 on findings.
     Check(CheckArgs),
+    /// Two sessions side by side, turn by turn: prompts, tool calls, permission decisions, stop
+    /// reasons, timings (see docs/check.md). Exit 1 when they differ.
+    Diff(DiffArgs),
     /// Write one session as a self-contained HTML file: timeline, tool calls, diffs, permission
     /// decisions, the raw messages, with filters.
     Report(ReportArgs),
@@ -176,6 +179,24 @@ pub struct CheckArgs {
     /// Exit 1 when a finding is at least this severe.
     #[arg(long, value_enum, default_value = "error", value_name = "LEVEL")]
     pub fail_on: crate::check::Severity,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A session (an id, a unique prefix, or `last`) or a transcript file (`FILE.jsonl`).
+    #[arg(value_name = "A")]
+    pub a: String,
+    /// The other, likewise.
+    #[arg(value_name = "B")]
+    pub b: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
+    /// A turn whose duration moved by more than this is a difference (e.g. 2s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub timing: Duration,
 }
 
 #[derive(Debug, Args)]

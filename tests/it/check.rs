@@ -333,3 +333,113 @@ fn run_with_check_reports_when_the_session_ends() {
     );
     assert!(stderr.contains("acp/tool-call-unannounced"), "{stderr}");
 }
+
+/// The claude sample with its prompt turn played twice (the second copy with other ids), as
+/// records; the turn is records 5..=48.
+fn two_turns() -> Transcript {
+    let mut t = Transcript::sample("claude-acpx-basic-approve-all.jsonl");
+    let copy: Vec<(String, String)> = t.0[5..=48]
+        .iter()
+        .map(|(dir, text)| {
+            let mut m: Value = serde_json::from_str(text).unwrap();
+            if let Some(id) = m["id"].as_i64() {
+                m["id"] = json!(id + 100);
+            }
+            for key in ["update", "toolCall"] {
+                let call = m.get_mut("params").and_then(|p| p.get_mut(key));
+                if let Some(call) = call
+                    && let Some(id) = call["toolCallId"].as_str()
+                {
+                    call["toolCallId"] = json!(format!("{id}-2"));
+                }
+            }
+            (dir.clone(), m.to_string())
+        })
+        .collect();
+    t.0.extend(copy);
+    t
+}
+
+/// `acptap diff A B --json`: the exit status and the differences as (turn, what, a, b).
+fn diff(sb: &Sandbox, a: &str, b: &str) -> (i32, Vec<(u64, String, Value, Value)>) {
+    let out = sb.acptap_status(&["diff", a, b, "--json"]);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    let differences = json["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["turn"].as_u64().unwrap(),
+                d["what"].as_str().unwrap().to_owned(),
+                d["a"].clone(),
+                d["b"].clone(),
+            )
+        })
+        .collect();
+    (out.status.code().unwrap(), differences)
+}
+
+#[test]
+fn diff_finds_exactly_what_changed() {
+    let sb = Sandbox::new();
+    let original = two_turns();
+    let a = original.write(&sb, "a.jsonl");
+    // The same, against itself and against its own recording.
+    let (code, same) = diff(&sb, a.to_str().unwrap(), a.to_str().unwrap());
+    assert_eq!((code, same.len()), (0, 0), "{same:?}");
+    sb.acptap(&["import", a.to_str().unwrap()]);
+    let (code, same) = diff(&sb, "last", a.to_str().unwrap());
+    assert_eq!((code, same.len()), (0, 0), "{same:?}");
+
+    // In turn 2: the last tool call fails instead of completing, the first permission request is
+    // rejected instead of allowed.
+    let n = original.0.len();
+    let last_update = (0..n)
+        .rev()
+        .find(|&i| original.0[i].1.contains(r#""status":"completed""#))
+        .unwrap();
+    let first_answer = (49..n)
+        .find(|&i| original.0[i].0 == "c2a" && original.0[i].1.contains("optionId"))
+        .unwrap();
+    let changed = two_turns()
+        .edit(last_update, |m| {
+            m["params"]["update"]["status"] = json!("failed")
+        })
+        .edit(first_answer, |m| {
+            m["result"]["outcome"]["optionId"] = json!("reject")
+        })
+        .write(&sb, "b.jsonl");
+    let (code, found) = diff(&sb, a.to_str().unwrap(), changed.to_str().unwrap());
+    assert_eq!(code, 1);
+    let found: Vec<(u64, String, Value, Value)> = found;
+    assert_eq!(
+        found,
+        vec![
+            (
+                2,
+                "tool call 4 status".into(),
+                json!("completed"),
+                json!("failed")
+            ),
+            (
+                2,
+                "permission 1 option".into(),
+                json!("allow_once"),
+                json!("reject_once")
+            ),
+        ]
+    );
+
+    // One turn removed.
+    let mut shorter = two_turns();
+    shorter.0.truncate(49);
+    let shorter = shorter.write(&sb, "c.jsonl");
+    let (code, found) = diff(&sb, a.to_str().unwrap(), shorter.to_str().unwrap());
+    assert_eq!(code, 1);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].0, found[0].1.as_str()), (2, "turn"));
+    assert_eq!(found[0].3, Value::Null);
+}

@@ -1,4 +1,5 @@
-//! `acptap check`, and `acptap run --check`: conversations against the protocol.
+//! `acptap check`, and `acptap run --check`: conversations against the protocol; and
+//! `acptap diff`: two conversations against each other.
 
 use anyhow::Context;
 
@@ -8,7 +9,7 @@ use crate::record::Reader;
 use crate::record::queries;
 
 use super::super::config::Config;
-use super::super::{CheckArgs, print, write_private};
+use super::super::{CheckArgs, DiffArgs, print, write_private};
 
 /// The lines of one conversation, as owned bytes with their direction (stderr left out).
 type Lines = Vec<(i64, Direction, Vec<u8>)>;
@@ -136,4 +137,87 @@ pub(in crate::cli) fn after_run(db: &std::path::Path, connection_id: i64, config
         }
         Err(e) => eprintln!("acptap check: cannot check connection {connection_id}: {e}"),
     }
+}
+
+/// A transcript imported into a database of its own, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+/// The shape of `source`: a transcript file (imported into a scratch database, the same way
+/// `acptap import` does) or a recorded session.
+fn shape_of(
+    source: &str,
+    args: &DiffArgs,
+    which: &str,
+) -> anyhow::Result<crate::inspect::compare::Shape> {
+    let path = std::path::Path::new(source);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let records = crate::record::transcript::parse(&text)
+            .with_context(|| format!("{} is not a transcript", path.display()))?;
+        let scratch = Scratch(
+            std::env::temp_dir().join(format!("acptap-diff-{}-{which}.db", std::process::id())),
+        );
+        drop(Scratch(scratch.0.clone()));
+        let mut store = crate::record::Store::open(&scratch.0)?;
+        let connection_id = crate::record::transcript::import(
+            &mut store,
+            &records,
+            crate::record::ConnectionStart {
+                label: None,
+                command: vec!["import".into(), path.display().to_string()],
+                cwd: None,
+                pid: None,
+                started_at: 0,
+            },
+            &crate::record::redact::Redactor::default_only(),
+        )?;
+        drop(store);
+        let reader = Reader::open(&scratch.0)?;
+        let session = queries::announced_sessions(&reader, connection_id)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("{}: the transcript has no session", path.display()))?;
+        let session = queries::SessionRef {
+            connection_id,
+            session_id: session,
+        };
+        return Ok(crate::inspect::compare::shape(&reader, &session)?);
+    }
+    if source.ends_with(".jsonl") {
+        anyhow::bail!("{source}: no such file (a transcript, as `acptap export` writes them)");
+    }
+    let reader = args.db.read()?;
+    let session = queries::resolve_session(&reader, source)?;
+    Ok(crate::inspect::compare::shape(&reader, &session)?)
+}
+
+/// `acptap diff`.
+pub(in crate::cli) fn diff(args: DiffArgs, _config: &Config) -> anyhow::Result<i32> {
+    let a = shape_of(&args.a, &args, "a")?;
+    let b = shape_of(&args.b, &args, "b")?;
+    let threshold = i64::try_from(args.timing.as_micros()).unwrap_or(i64::MAX);
+    let differences = crate::inspect::compare::compare(&a, &b, threshold);
+    if args.json {
+        print(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "a": a.session_id,
+                "b": b.session_id,
+                "same": differences.is_empty(),
+                "differences": differences,
+            }))?
+        ))?;
+    } else {
+        print(&crate::inspect::compare::render(&a, &b, &differences))?;
+    }
+    Ok(if differences.is_empty() { 0 } else { 1 })
 }

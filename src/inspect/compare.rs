@@ -1,0 +1,312 @@
+//! `acptap diff`: two sessions side by side, turn by turn.
+//!
+//! Each session is read into a [`Shape`]: per prompt turn its prompt, stop reason, duration,
+//! tool calls (kind, title, status, paths, a digest of their content) and permission decisions.
+//! Ids differ between runs (tool call ids, request ids), so turns, tool calls and permission
+//! requests are aligned by their order; and each session's cwd is written `<cwd>` in titles,
+//! paths and content, so the same work in another directory compares equal.
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::record::Reader;
+use crate::record::queries::{self, SessionRef};
+
+/// What is compared of one session.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shape {
+    pub session_id: String,
+    pub turns: Vec<TurnShape>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TurnShape {
+    pub prompt: String,
+    pub stop_reason: Option<String>,
+    pub error: Option<String>,
+    pub duration_us: Option<i64>,
+    pub tool_calls: Vec<CallShape>,
+    pub permissions: Vec<PermissionShape>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CallShape {
+    pub kind: Option<String>,
+    pub title: Option<String>,
+    pub status: Option<String>,
+    pub paths: Vec<String>,
+    /// A digest of the call's content (diffs, terminal output, text), cwd written `<cwd>`.
+    pub content: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PermissionShape {
+    /// The title of the tool call it asks about.
+    pub tool_call: Option<String>,
+    pub decided_by: Option<String>,
+    pub outcome: Option<String>,
+    pub option_kind: Option<String>,
+}
+
+/// `text` with `cwd` (and what follows a `/` after it) written `<cwd>`.
+fn relative(text: &str, cwd: Option<&str>) -> String {
+    match cwd.filter(|c| c.len() > 1) {
+        Some(cwd) => text.replace(cwd.trim_end_matches('/'), "<cwd>"),
+        None => text.to_owned(),
+    }
+}
+
+/// The text of a prompt: its text blocks, joined.
+fn prompt_text(raw: &[u8]) -> String {
+    let value: Value = serde_json::from_slice(raw).unwrap_or(Value::Null);
+    value["params"]["prompt"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// Reads a recorded session's shape.
+pub fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
+    let summary = queries::session_summary_of(reader, session)?;
+    let cwd = summary.cwd.as_deref();
+    let turns = queries::turns(reader, session)?;
+    let turn_of = |seq: Option<i64>| {
+        seq.and_then(|seq| {
+            turns
+                .partition_point(|t| t.request_seq <= seq)
+                .checked_sub(1)
+        })
+    };
+    let mut shapes: Vec<TurnShape> = Vec::with_capacity(turns.len());
+    for turn in &turns {
+        let prompt = queries::connection_messages(
+            reader,
+            session.connection_id,
+            turn.request_seq..turn.request_seq + 1,
+            1,
+        )?
+        .first()
+        .map(|m| prompt_text(&m.raw))
+        .unwrap_or_default();
+        shapes.push(TurnShape {
+            prompt: relative(&prompt, cwd),
+            stop_reason: turn.stop_reason.clone(),
+            error: turn.error.clone(),
+            duration_us: turn.duration_us,
+            tool_calls: Vec::new(),
+            permissions: Vec::new(),
+        });
+    }
+    let calls = queries::session_tool_calls(reader, session)?;
+    let mut titles = std::collections::HashMap::new();
+    for call in &calls {
+        let title = call.title.as_deref().map(|t| relative(t, cwd));
+        titles.insert(call.tool_call_id.clone(), title.clone());
+        let Some(turn) = turn_of(call.first_seq) else {
+            continue;
+        };
+        let content = call.content.as_ref().map(|c| {
+            let text = relative(&c.to_string(), cwd);
+            let digest = Sha256::digest(text.as_bytes());
+            digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+        });
+        shapes[turn].tool_calls.push(CallShape {
+            kind: call.kind.clone(),
+            title,
+            status: call.status.clone(),
+            paths: call.paths().iter().map(|p| relative(p, cwd)).collect(),
+            content,
+        });
+    }
+    for request in queries::permission_requests(reader, session)? {
+        let Some(turn) = turn_of(Some(request.request_seq)) else {
+            continue;
+        };
+        shapes[turn].permissions.push(PermissionShape {
+            tool_call: request
+                .tool_call_id
+                .as_ref()
+                .and_then(|id| titles.get(id).cloned().flatten()),
+            decided_by: request.decided_by.clone(),
+            outcome: request.outcome.clone(),
+            option_kind: request.option_kind.clone(),
+        });
+    }
+    Ok(Shape {
+        session_id: session.session_id.clone(),
+        turns: shapes,
+    })
+}
+
+/// One difference: where (a turn, numbered from 1), what, and the two sides.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Difference {
+    pub turn: usize,
+    pub what: String,
+    pub a: Value,
+    pub b: Value,
+}
+
+fn json<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// The differences between `a` and `b`; a turn's duration counts when it moved by more than
+/// `timing_threshold_us`.
+pub fn compare(a: &Shape, b: &Shape, timing_threshold_us: i64) -> Vec<Difference> {
+    let mut out = Vec::new();
+    for i in 0..a.turns.len().max(b.turns.len()) {
+        let turn = i + 1;
+        let (ta, tb) = match (a.turns.get(i), b.turns.get(i)) {
+            (Some(ta), Some(tb)) => (ta, tb),
+            (ta, tb) => {
+                out.push(Difference {
+                    turn,
+                    what: "turn".into(),
+                    a: ta.map_or(Value::Null, |t| json(&t.prompt)),
+                    b: tb.map_or(Value::Null, |t| json(&t.prompt)),
+                });
+                continue;
+            }
+        };
+        let mut differ = |what: String, x: Value, y: Value| {
+            if x != y {
+                out.push(Difference {
+                    turn,
+                    what,
+                    a: x,
+                    b: y,
+                });
+            }
+        };
+        differ("prompt".into(), json(&ta.prompt), json(&tb.prompt));
+        differ(
+            "stop reason".into(),
+            json(&ta.stop_reason),
+            json(&tb.stop_reason),
+        );
+        differ("error".into(), json(&ta.error), json(&tb.error));
+        if let (Some(x), Some(y)) = (ta.duration_us, tb.duration_us)
+            && (x - y).abs() > timing_threshold_us
+        {
+            differ("duration (µs)".into(), json(&x), json(&y));
+        }
+        for j in 0..ta.tool_calls.len().max(tb.tool_calls.len()) {
+            let n = j + 1;
+            match (ta.tool_calls.get(j), tb.tool_calls.get(j)) {
+                (Some(x), Some(y)) => {
+                    differ(format!("tool call {n} kind"), json(&x.kind), json(&y.kind));
+                    differ(
+                        format!("tool call {n} title"),
+                        json(&x.title),
+                        json(&y.title),
+                    );
+                    differ(
+                        format!("tool call {n} status"),
+                        json(&x.status),
+                        json(&y.status),
+                    );
+                    differ(
+                        format!("tool call {n} paths"),
+                        json(&x.paths),
+                        json(&y.paths),
+                    );
+                    differ(
+                        format!("tool call {n} content"),
+                        json(&x.content),
+                        json(&y.content),
+                    );
+                }
+                (x, y) => differ(
+                    format!("tool call {n}"),
+                    x.map_or(Value::Null, json),
+                    y.map_or(Value::Null, json),
+                ),
+            }
+        }
+        for j in 0..ta.permissions.len().max(tb.permissions.len()) {
+            let n = j + 1;
+            match (ta.permissions.get(j), tb.permissions.get(j)) {
+                (Some(x), Some(y)) => {
+                    differ(
+                        format!("permission {n} tool call"),
+                        json(&x.tool_call),
+                        json(&y.tool_call),
+                    );
+                    differ(
+                        format!("permission {n} decided by"),
+                        json(&x.decided_by),
+                        json(&y.decided_by),
+                    );
+                    differ(
+                        format!("permission {n} outcome"),
+                        json(&x.outcome),
+                        json(&y.outcome),
+                    );
+                    differ(
+                        format!("permission {n} option"),
+                        json(&x.option_kind),
+                        json(&y.option_kind),
+                    );
+                }
+                (x, y) => differ(
+                    format!("permission {n}"),
+                    x.map_or(Value::Null, json),
+                    y.map_or(Value::Null, json),
+                ),
+            }
+        }
+    }
+    out
+}
+
+/// The differences as text, one a line.
+pub fn render(a: &Shape, b: &Shape, differences: &[Difference]) -> String {
+    let safe = |v: &Value| crate::inspect::terminal_safe(&v.to_string()).into_owned();
+    let mut out = format!(
+        "A: session {} ({} turns)\nB: session {} ({} turns)\n",
+        crate::inspect::terminal_safe(&a.session_id),
+        a.turns.len(),
+        crate::inspect::terminal_safe(&b.session_id),
+        b.turns.len()
+    );
+    if differences.is_empty() {
+        out.push_str("same: every turn, tool call and decision\n");
+    }
+    for d in differences {
+        out.push_str(&format!(
+            "turn {}: {}: {} -> {}\n",
+            d.turn,
+            d.what,
+            safe(&d.a),
+            safe(&d.b)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cwd_is_written_the_same_way_on_both_sides() {
+        assert_eq!(
+            relative("Edit /home/a/p/x.py", Some("/home/a/p")),
+            "Edit <cwd>/x.py"
+        );
+        assert_eq!(
+            relative("Edit /home/a/p/x.py", Some("/home/a/p/")),
+            "Edit <cwd>/x.py"
+        );
+        assert_eq!(relative("ls /", Some("/")), "ls /");
+        assert_eq!(relative("x", None), "x");
+    }
+}
