@@ -48,6 +48,9 @@ pub enum Command {
     /// Two sessions side by side, turn by turn: prompts, tool calls, permission decisions, stop
     /// reasons, timings (see docs/check.md). Exit 1 when they differ.
     Diff(DiffArgs),
+    /// Find sessions and tool calls across every recording: by text (full-text, SQLite FTS5),
+    /// tool kind, status or path; newest first.
+    Search(SearchArgs),
     /// Write one session as a self-contained HTML file: timeline, tool calls, diffs, permission
     /// decisions, the raw messages, with filters.
     Report(ReportArgs),
@@ -197,6 +200,31 @@ pub struct DiffArgs {
     /// A turn whose duration moved by more than this is a difference (e.g. 2s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub timing: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Words to find in what was said and done (prompts, agent text, tool titles, commands,
+    /// paths, diffs), as one phrase, case-insensitive.
+    #[arg(value_name = "TEXT")]
+    pub text: Option<String>,
+    /// Only tool calls of this kind (read, edit, execute, ...).
+    #[arg(long = "tool", value_name = "KIND")]
+    pub kind: Option<String>,
+    /// Only tool calls with this status (pending, in_progress, completed, failed).
+    #[arg(long, value_name = "STATUS")]
+    pub status: Option<String>,
+    /// Only tool calls touching a path matching this glob (`**/*.py`, `/home/me/project/**`).
+    #[arg(long, value_name = "GLOB")]
+    pub path: Option<String>,
+    /// At most this many sessions.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

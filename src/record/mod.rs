@@ -18,6 +18,7 @@ pub mod queries;
 mod queue;
 pub mod reader;
 pub mod redact;
+pub mod search;
 pub mod stats;
 pub mod store;
 pub mod transcript;

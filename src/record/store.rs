@@ -44,6 +44,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0004_policy_input.sql"),
     include_str!("../../migrations/0005_proxy_identity.sql"),
     include_str!("../../migrations/0006_lean_message_indexes.sql"),
+    include_str!("../../migrations/0007_search.sql"),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -305,6 +306,46 @@ impl Store {
         }
         tx.commit()?;
         Ok(removed)
+    }
+
+    /// Adds the messages recorded since the last time to the full-text index (`acptap search`):
+    /// the text of their JSON strings (prompts, agent text, titles, commands, paths, diffs),
+    /// not ids or keys. Returns how many messages were indexed.
+    pub fn index_for_search(&mut self) -> Result<usize, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut indexed = 0;
+        {
+            let last: i64 =
+                tx.query_row("SELECT last_message_id FROM search_indexed", [], |r| {
+                    r.get(0)
+                })?;
+            let mut read = tx.prepare(
+                "SELECT id, raw FROM messages WHERE id > ?1 AND direction != 'stderr' ORDER BY id",
+            )?;
+            let mut write = tx.prepare("INSERT INTO search_text (rowid, text) VALUES (?1, ?2)")?;
+            let mut rows = read.query([last])?;
+            let mut newest = last;
+            while let Some(row) = rows.next()? {
+                let id: i64 = row.get(0)?;
+                let raw: Vec<u8> = row.get(1)?;
+                newest = id;
+                let text = super::search::searchable_text(&raw);
+                if !text.is_empty() {
+                    write.execute(rusqlite::params![id, text])?;
+                    indexed += 1;
+                }
+            }
+            let newest = newest.max(tx.query_row(
+                "SELECT coalesce(max(id), 0) FROM messages",
+                [],
+                |r| r.get(0),
+            )?);
+            tx.execute("UPDATE search_indexed SET last_message_id = ?1", [newest])?;
+        }
+        tx.commit()?;
+        Ok(indexed)
     }
 
     /// Gives the space of deleted rows back to the file system.

@@ -443,3 +443,132 @@ fn diff_finds_exactly_what_changed() {
     assert_eq!((found[0].0, found[0].1.as_str()), (2, "turn"));
     assert_eq!(found[0].3, Value::Null);
 }
+
+/// A database of every sample.
+fn all_samples() -> Sandbox {
+    let sb = Sandbox::new();
+    for sample in SAMPLES {
+        sb.acptap(&["import", fixture(sample).to_str().unwrap()]);
+    }
+    sb
+}
+
+/// `acptap search ARGS --json`: the (session, tool call id) pairs found, and the sessions.
+fn search(sb: &Sandbox, args: &[&str]) -> (BTreeSet<(String, String)>, Vec<String>) {
+    let mut all = vec!["search", "--json"];
+    all.extend_from_slice(args);
+    let out = sb.acptap(&all);
+    let hits: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut calls = BTreeSet::new();
+    let mut sessions = Vec::new();
+    for hit in hits.as_array().unwrap() {
+        let session = hit["session_id"].as_str().unwrap().to_owned();
+        for call in hit["tool_calls"].as_array().unwrap() {
+            calls.insert((
+                session.clone(),
+                call["tool_call_id"].as_str().unwrap().to_owned(),
+            ));
+        }
+        sessions.push(session);
+    }
+    (calls, sessions)
+}
+
+/// The (session, tool call id) pairs an SQL condition on `tool_calls` selects.
+fn calls_where(sb: &Sandbox, condition: &str) -> BTreeSet<(String, String)> {
+    let conn = sb.conn();
+    let mut statement = conn
+        .prepare(&format!(
+            "SELECT session_id, tool_call_id FROM tool_calls WHERE {condition}"
+        ))
+        .unwrap();
+    statement
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn search_finds_the_known_tool_calls_of_the_samples() {
+    let sb = all_samples();
+    // Text: the marker file every agent was asked to create.
+    let (found, sessions) = search(&sb, &["created_by_agent.txt"]);
+    let expected = calls_where(
+        &sb,
+        "title LIKE '%created_by_agent.txt%' OR raw_input LIKE '%created_by_agent.txt%'",
+    );
+    assert!(!expected.is_empty());
+    assert_eq!(found, expected);
+    // Newest first: connections were imported in order, so the last sample's session leads.
+    let order: Vec<i64> = sessions
+        .iter()
+        .map(|s| {
+            sb.conn()
+                .query_row(
+                    "SELECT connection_id FROM sessions WHERE session_id = ?1",
+                    [s],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        })
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] > w[1]), "{order:?}");
+
+    // Filters: kind, status, path.
+    let (found, _) = search(
+        &sb,
+        &[
+            "--tool",
+            "edit",
+            "--status",
+            "completed",
+            "--path",
+            "**/hello.py",
+        ],
+    );
+    let expected = calls_where(
+        &sb,
+        "kind = 'edit' AND status = 'completed'
+         AND (locations LIKE '%hello.py%' OR content LIKE '%hello.py%')",
+    );
+    assert!(!expected.is_empty());
+    assert_eq!(found, expected);
+    let (found, _) = search(&sb, &["--tool", "execute", "--status", "failed"]);
+    assert_eq!(
+        found,
+        calls_where(&sb, "kind = 'execute' AND status = 'failed'")
+    );
+
+    // What nobody said, and FTS5 syntax typed as text, find nothing (and break nothing).
+    assert!(search(&sb, &["zebra crossing"]).1.is_empty());
+    assert!(search(&sb, &["\"OR NEAR( *"]).1.is_empty());
+}
+
+#[test]
+fn the_search_index_follows_prune_and_catches_up_on_old_databases() {
+    let sb = all_samples();
+    let (before, _) = search(&sb, &["created_by_agent.txt"]);
+    assert!(!before.is_empty());
+    let indexed = |sb: &Sandbox| sb.count("SELECT count(*) FROM search_text");
+    assert!(indexed(&sb) > 0);
+
+    // An index emptied as an old database's is: `migrate` (or the next search) fills it again.
+    sb.conn()
+        .execute_batch("DELETE FROM search_text; UPDATE search_indexed SET last_message_id = 0;")
+        .unwrap();
+    assert_eq!(indexed(&sb), 0);
+    let out = sb.acptap(&["migrate"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("added to the search index"));
+    assert_eq!(search(&sb, &["created_by_agent.txt"]).0, before);
+
+    // Pruning takes the lines out of the index too.
+    sb.acptap(&["prune", "--older-than", "0s", "--yes"]);
+    assert_eq!(sb.count("SELECT count(*) FROM messages"), 0);
+    assert_eq!(
+        indexed(&sb),
+        0,
+        "the index kept lines of pruned connections"
+    );
+    assert!(search(&sb, &["created_by_agent.txt"]).1.is_empty());
+}

@@ -167,6 +167,9 @@ fn a_database_from_an_older_acptap_is_refused_with_the_fix_and_migrate_applies_i
     conn.execute_batch(
         "ALTER TABLE permission_requests DROP COLUMN policy_input;
          ALTER TABLE connections DROP COLUMN proxy_identity;
+         DROP TRIGGER messages_leave_search;
+         DROP TABLE search_text;
+         DROP TABLE search_indexed;
          PRAGMA user_version = 3;",
     )
     .unwrap();
@@ -189,6 +192,9 @@ fn a_database_from_an_older_acptap_is_refused_with_the_fix_and_migrate_applies_i
     let said = String::from_utf8_lossy(&migrated.stdout).into_owned();
     assert!(said.contains(&format!("3 -> {latest}")), "{said}");
     sb.acptap(&["show", "last"]);
+    // Migrating indexed what was recorded before: it is found.
+    let found = sb.acptap(&["search", "created_by_agent.txt"]);
+    assert!(String::from_utf8_lossy(&found.stdout).contains("touch created_by_agent.txt"));
 }
 
 /// A database from a newer acptap, and a file that is not a database: one clear line each, every

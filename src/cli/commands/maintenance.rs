@@ -66,10 +66,11 @@ pub(in crate::cli) fn prune(args: PruneArgs, _config: &Config) -> anyhow::Result
 pub(in crate::cli) fn migrate(args: DbOnlyArgs, _config: &Config) -> anyhow::Result<i32> {
     let path = args.db.path()?;
     let before = crate::record::store::schema_version_of(&path)?;
-    drop(args.db.open()?);
+    // Opening migrates; then what is recorded goes into the search index.
+    let indexed = args.db.open()?.index_for_search()?;
     let after = crate::record::store::schema_version_of(&path)?;
     print(&format!(
-        "{}: schema version {before} -> {after}\n",
+        "{}: schema version {before} -> {after}; {indexed} line(s) added to the search index\n",
         path.display()
     ))?;
     Ok(0)

@@ -13,8 +13,8 @@ use crate::record::queries::ToolFilter;
 
 use super::super::config::Config;
 use super::super::{
-    ColorArg, ReportArgs, SessionsArgs, ShowArgs, StatsArgs, TailArgs, ToolsArgs, config,
-    microseconds_before_now, print, print_json, write_private,
+    ColorArg, ReportArgs, SearchArgs, SessionsArgs, ShowArgs, StatsArgs, TailArgs, ToolsArgs,
+    config, microseconds_before_now, print, print_json, write_private,
 };
 
 /// `acptap sessions`.
@@ -187,5 +187,84 @@ pub(in crate::cli) fn stats(args: StatsArgs, _config: &Config) -> anyhow::Result
     } else {
         print(&stats::render(&result))?;
     }
+    Ok(0)
+}
+
+/// `acptap search`.
+pub(in crate::cli) fn search(args: SearchArgs, _config: &Config) -> anyhow::Result<i32> {
+    use crate::record::search::{Search, search};
+    if args.text.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        anyhow::bail!(
+            "the search text is empty: give words to find, or only --tool, --status or --path"
+        );
+    }
+    if args.text.is_none() && args.kind.is_none() && args.status.is_none() && args.path.is_none() {
+        anyhow::bail!("search for what? give TEXT, --tool KIND, --status STATUS or --path GLOB");
+    }
+    let path = args
+        .path
+        .as_deref()
+        .map(|glob| {
+            globset::Glob::new(glob)
+                .map(|g| g.compile_matcher())
+                .map_err(|e| anyhow::anyhow!("--path `{glob}` is not a glob: {e}"))
+        })
+        .transpose()?;
+    if args.text.is_some() {
+        // Bring the index up to what is recorded (the first search of an old database indexes
+        // it all). A database this user cannot write is searched as it is indexed.
+        match args
+            .db
+            .open()
+            .and_then(|mut store| Ok(store.index_for_search()?))
+        {
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("acptap: cannot update the search index ({e}); searching what it holds")
+            }
+        }
+    }
+    let reader = args.db.read()?;
+    let hits = search(
+        &reader,
+        &Search {
+            text: args.text.clone(),
+            kind: args.kind.clone(),
+            status: args.status.clone(),
+            path,
+        },
+        args.limit,
+    )?;
+    if args.json {
+        print_json(&hits)?;
+        return Ok(0);
+    }
+    let mut out = String::new();
+    if hits.is_empty() {
+        out.push_str("nothing found\n");
+    }
+    for hit in &hits {
+        out.push_str(&format!(
+            "{}  connection {}  started {}{}\n",
+            inspect::terminal_safe(&hit.session_id),
+            hit.connection_id,
+            inspect::format_time(hit.started_at),
+            match (hit.lines, hit.first_seq) {
+                (0, _) => String::new(),
+                (n, Some(seq)) => format!("  {n} matching line(s), the first at seq {seq}"),
+                (n, None) => format!("  {n} matching line(s)"),
+            }
+        ));
+        for call in &hit.tool_calls {
+            out.push_str(&format!(
+                "  {:<10} {:<12} {}  ({})\n",
+                inspect::terminal_safe(call.kind.as_deref().unwrap_or("-")),
+                inspect::terminal_safe(call.status.as_deref().unwrap_or("-")),
+                inspect::terminal_safe(call.title.as_deref().unwrap_or("")),
+                inspect::terminal_safe(&call.tool_call_id),
+            ));
+        }
+    }
+    print(&out)?;
     Ok(0)
 }
