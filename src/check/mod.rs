@@ -243,19 +243,27 @@ impl Conversation {
     }
 
     fn line(&mut self, line: &Line) {
-        let Ok(value) = serde_json::from_slice::<Value>(line.raw) else {
-            let text = String::from_utf8_lossy(line.raw);
-            let shown: String = text.trim_end().chars().take(60).collect();
-            if line.direction == Direction::AgentToClient {
-                self.find(
-                    AGENT_STDOUT_NOISE,
-                    line,
-                    format!("the agent wrote `{shown}` on stdout"),
-                );
-            } else {
-                self.find(NOT_JSON, line, format!("`{shown}` is not JSON"));
+        let value = match serde_json::from_slice::<Value>(line.raw) {
+            Ok(value) => value,
+            Err(error) => {
+                let text = String::from_utf8_lossy(line.raw);
+                let shown: String = text.trim_end().chars().take(60).collect();
+                let why = if error.to_string().contains("recursion limit") {
+                    " (nested deeper than 128 levels)"
+                } else {
+                    ""
+                };
+                if line.direction == Direction::AgentToClient && why.is_empty() {
+                    self.find(
+                        AGENT_STDOUT_NOISE,
+                        line,
+                        format!("the agent wrote `{shown}` on stdout"),
+                    );
+                } else {
+                    self.find(NOT_JSON, line, format!("`{shown}` is not JSON{why}"));
+                }
+                return;
             }
-            return;
         };
         match value {
             Value::Array(messages) if !messages.is_empty() => {
@@ -277,6 +285,15 @@ impl Conversation {
             self.find(NOT_JSONRPC, line, "no \"jsonrpc\": \"2.0\" member".into());
         }
         let id = message.get("id").filter(|id| !id.is_null());
+        if let Some(id) = id
+            && !(id.is_string() || id.is_i64() || id.is_u64())
+        {
+            self.find(
+                NOT_JSONRPC,
+                line,
+                format!("the id {id} is neither a string nor an integer"),
+            );
+        }
         match (message["method"].as_str(), id) {
             (Some(method), Some(id)) => self.request(line, method, id, &message["params"]),
             (Some(method), None) => self.notification(line, method, &message["params"]),

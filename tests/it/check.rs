@@ -138,6 +138,7 @@ fn corpus() -> Vec<(&'static str, Transcript, Vec<&'static str>)> {
         ("JSON that is not an object", g().insert(5, "c2a", "42"), vec!["rpc/not-json"]),
         ("empty batch", g().insert(5, "c2a", "[]"), vec!["rpc/not-json"]),
         ("no jsonrpc member", g().edit(2, |m| { m.as_object_mut().unwrap().remove("jsonrpc"); }), vec!["rpc/not-jsonrpc"]),
+        ("an id that is an object", g().insert(6, "a2c", r#"{"jsonrpc":"2.0","id":{"a":1},"method":"fs/read_text_file","params":{"sessionId":"x"}}"#), vec!["rpc/not-jsonrpc", "acp/schema", "acp/unknown-session", "rpc/unanswered"]),
         ("neither request nor response", g().insert(6, "a2c", r#"{"jsonrpc":"2.0"}"#), vec!["rpc/not-jsonrpc"]),
         ("response to an id never sent", g().insert(6, "a2c", r#"{"jsonrpc":"2.0","id":99,"result":{}}"#), vec!["rpc/unknown-response"]),
         ("response id of another type", g().edit(26, |m| m["id"] = json!("2")), vec!["rpc/unknown-response", "rpc/unanswered"]),
