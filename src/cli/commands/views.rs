@@ -210,7 +210,7 @@ pub(in crate::cli) fn search(args: SearchArgs, _config: &Config) -> anyhow::Resu
                 .map_err(|e| anyhow::anyhow!("--path `{glob}` is not a glob: {e}"))
         })
         .transpose()?;
-    if args.text.is_some() {
+    if args.text.is_some() && args.db.path()?.exists() {
         // Bring the index up to what is recorded (the first search of an old database indexes
         // it all). A database this user cannot write is searched as it is indexed.
         match args
