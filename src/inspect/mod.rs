@@ -1,7 +1,6 @@
 //! Rendering recordings for people (`sessions`, `show`, `tools`) and for scripts (`--json`).
 //! The data comes from `record::queries`; this module only shapes and prints it.
 
-pub mod compare;
 pub mod report;
 pub mod show;
 pub mod stats;

@@ -13,6 +13,7 @@
 //! lock, the batch is kept and retried; any other failure drops the batch, counts its lines, and
 //! says so once. The connection's row then gets `complete = 0` and `lost_messages`.
 
+pub mod compare;
 pub mod follow;
 pub mod queries;
 mod queue;

@@ -156,7 +156,7 @@ fn shape_of(
     source: &str,
     args: &DiffArgs,
     which: &str,
-) -> anyhow::Result<crate::inspect::compare::Shape> {
+) -> anyhow::Result<crate::record::compare::Shape> {
     let path = std::path::Path::new(source);
     if path.is_file() {
         let text = std::fs::read_to_string(path)
@@ -190,14 +190,14 @@ fn shape_of(
             connection_id,
             session_id: session,
         };
-        return Ok(crate::inspect::compare::shape(&reader, &session)?);
+        return Ok(crate::record::compare::shape(&reader, &session)?);
     }
     if source.ends_with(".jsonl") {
         anyhow::bail!("{source}: no such file (a transcript, as `acptap export` writes them)");
     }
     let reader = args.db.read()?;
     let session = queries::resolve_session(&reader, source)?;
-    Ok(crate::inspect::compare::shape(&reader, &session)?)
+    Ok(crate::record::compare::shape(&reader, &session)?)
 }
 
 /// `acptap diff`.
@@ -205,7 +205,7 @@ pub(in crate::cli) fn diff(args: DiffArgs, _config: &Config) -> anyhow::Result<i
     let a = shape_of(&args.a, &args, "a")?;
     let b = shape_of(&args.b, &args, "b")?;
     let threshold = i64::try_from(args.timing.as_micros()).unwrap_or(i64::MAX);
-    let differences = crate::inspect::compare::compare(&a, &b, threshold);
+    let differences = crate::record::compare::compare(&a, &b, threshold);
     if args.json {
         print(&format!(
             "{}\n",
@@ -217,7 +217,7 @@ pub(in crate::cli) fn diff(args: DiffArgs, _config: &Config) -> anyhow::Result<i
             }))?
         ))?;
     } else {
-        print(&crate::inspect::compare::render(&a, &b, &differences))?;
+        print(&crate::record::compare::render(&a, &b, &differences))?;
     }
     Ok(if differences.is_empty() { 0 } else { 1 })
 }

@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::record::Reader;
-use crate::record::queries::{self, SessionRef};
+use super::Reader;
+use super::queries::{self, SessionRef};
 
 /// What is compared of one session.
 #[derive(Debug, Clone, Serialize)]
@@ -267,14 +267,21 @@ pub fn compare(a: &Shape, b: &Shape, timing_threshold_us: i64) -> Vec<Difference
     out
 }
 
+/// `text` with control characters (a recorded string may hold escape sequences) shown as `?`.
+fn terminal_safe(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
 /// The differences as text, one a line.
 pub fn render(a: &Shape, b: &Shape, differences: &[Difference]) -> String {
-    let safe = |v: &Value| crate::inspect::terminal_safe(&v.to_string()).into_owned();
+    let safe = |v: &Value| terminal_safe(&v.to_string());
     let mut out = format!(
         "A: session {} ({} turns)\nB: session {} ({} turns)\n",
-        crate::inspect::terminal_safe(&a.session_id),
+        terminal_safe(&a.session_id),
         a.turns.len(),
-        crate::inspect::terminal_safe(&b.session_id),
+        terminal_safe(&b.session_id),
         b.turns.len()
     );
     if differences.is_empty() {
