@@ -38,15 +38,48 @@ pub struct CallShape {
     pub paths: Vec<String>,
     /// A digest of the call's content (diffs, terminal output, text), cwd written `<cwd>`.
     pub content: Option<String>,
+    /// Its `rawInput` without what changes from run to run (ids, times, `_meta`), cwd written
+    /// `<cwd>`.
+    pub raw_input: Value,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PermissionShape {
     /// The title of the tool call it asks about.
     pub tool_call: Option<String>,
+    /// That tool call's kind.
+    pub tool_kind: Option<String>,
     pub decided_by: Option<String>,
     pub outcome: Option<String>,
     pub option_kind: Option<String>,
+}
+
+/// Keys whose values change from run to run: ids, times, `_meta`, cwd.
+fn is_volatile(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    key == "_meta"
+        || lower == "cwd"
+        || lower == "id"
+        || lower.ends_with("_id")
+        || key.ends_with("Id")
+        || lower.contains("time")
+        || lower.ends_with("_at")
+        || lower.ends_with("_ms")
+}
+
+/// `value` without its volatile keys, and `cwd` written `<cwd>` in its strings.
+pub fn stable(value: &Value, cwd: Option<&str>) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !is_volatile(k))
+                .map(|(k, v)| (k.clone(), stable(v, cwd)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| stable(v, cwd)).collect()),
+        Value::String(text) => Value::String(relative(text, cwd)),
+        other => other.clone(),
+    }
 }
 
 /// `text` with `cwd` (and what follows a `/` after it) written `<cwd>`.
@@ -108,7 +141,10 @@ pub fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
     let mut titles = std::collections::HashMap::new();
     for call in &calls {
         let title = call.title.as_deref().map(|t| relative(t, cwd));
-        titles.insert(call.tool_call_id.clone(), title.clone());
+        titles.insert(
+            call.tool_call_id.clone(),
+            (title.clone(), call.kind.clone()),
+        );
         let Some(turn) = turn_of(call.first_seq) else {
             continue;
         };
@@ -123,17 +159,24 @@ pub fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
             status: call.status.clone(),
             paths: call.paths().iter().map(|p| relative(p, cwd)).collect(),
             content,
+            raw_input: call
+                .raw_input
+                .as_ref()
+                .map_or(Value::Null, |v| stable(v, cwd)),
         });
     }
     for request in queries::permission_requests(reader, session)? {
         let Some(turn) = turn_of(Some(request.request_seq)) else {
             continue;
         };
+        let (tool_call, tool_kind) = request
+            .tool_call_id
+            .as_ref()
+            .and_then(|id| titles.get(id).cloned())
+            .unwrap_or_default();
         shapes[turn].permissions.push(PermissionShape {
-            tool_call: request
-                .tool_call_id
-                .as_ref()
-                .and_then(|id| titles.get(id).cloned().flatten()),
+            tool_call,
+            tool_kind,
             decided_by: request.decided_by.clone(),
             outcome: request.outcome.clone(),
             option_kind: request.option_kind.clone(),
@@ -223,6 +266,11 @@ pub fn compare(a: &Shape, b: &Shape, timing_threshold_us: i64) -> Vec<Difference
                         json(&x.content),
                         json(&y.content),
                     );
+                    differ(
+                        format!("tool call {n} rawInput"),
+                        x.raw_input.clone(),
+                        y.raw_input.clone(),
+                    );
                 }
                 (x, y) => differ(
                     format!("tool call {n}"),
@@ -302,6 +350,15 @@ pub fn render(a: &Shape, b: &Shape, differences: &[Difference]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn volatile_fields_are_ignored() {
+        let a = serde_json::json!({"command": "ls /w/p", "call_id": "x1", "turn_id": "t", "started_at_ms": 5, "cwd": "/a", "_meta": {}, "toolCallId": "c"});
+        assert_eq!(
+            stable(&a, Some("/w/p")),
+            serde_json::json!({"command": "ls <cwd>"})
+        );
+    }
 
     #[test]
     fn the_cwd_is_written_the_same_way_on_both_sides() {

@@ -1,13 +1,16 @@
 //! Where a live run departed from the recording it replayed: per turn, tool calls added,
 //! missing or changed (kind, title, status, paths, rawInput), stop reasons, and permission
-//! requests. Volatile fields (ids, timestamps, `_meta`, cwd) are ignored.
+//! requests. Both sessions are read by the engine of `acptap diff` (`record::compare`), so
+//! volatile fields (ids, timestamps, `_meta`) are ignored and each session's cwd is written
+//! `<cwd>`; tool calls are then matched by kind and title, as a replay reorders little.
 
 use std::fmt::Write as _;
 
 use crate::record::Reader;
 use serde_json::Value;
 
-use crate::record::queries::{self, SessionRef, ToolCallRow};
+use crate::record::compare;
+use crate::record::queries::{self, SessionRef};
 
 #[derive(Debug, Default)]
 pub struct Report {
@@ -68,75 +71,38 @@ struct Turn {
     permissions: Vec<(String, String, String)>,
 }
 
-/// Keys whose values change from run to run: ids, times, `_meta`, cwd.
-fn is_volatile(key: &str) -> bool {
-    let lower = key.to_ascii_lowercase();
-    key == "_meta"
-        || lower == "cwd"
-        || lower == "id"
-        || lower.ends_with("_id")
-        || key.ends_with("Id")
-        || lower.contains("time")
-        || lower.ends_with("_at")
-        || lower.ends_with("_ms")
-}
-
-fn stable(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| !is_volatile(k))
-                .map(|(k, v)| (k.clone(), stable(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(stable).collect()),
-        other => other.clone(),
-    }
-}
-
-fn call(row: &ToolCallRow) -> Call {
-    Call {
-        kind: row.kind.clone().unwrap_or_default(),
-        title: row.title.clone().unwrap_or_default(),
-        status: row.status.clone().unwrap_or_default(),
-        paths: row.paths(),
-        raw_input: row.raw_input.as_ref().map(stable).unwrap_or(Value::Null),
-    }
-}
-
+/// A session's turns as the comparison engine reads them (`record::compare::shape`: the same
+/// reading as `acptap diff`, each session's cwd written `<cwd>`, volatile fields of `rawInput`
+/// dropped), for the replay's own matching of tool calls by kind and title.
 fn turns(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
-    let calls = queries::session_tool_calls(reader, session)?;
-    let permissions = queries::permission_requests(reader, session)?;
-    let recorded = queries::turns(reader, session)?;
-    let within = |seq: Option<i64>, t: &queries::Turn| {
-        seq.is_some_and(|s| s >= t.request_seq && t.response_seq.is_none_or(|end| s <= end))
-    };
-    Ok(recorded
-        .iter()
+    let shape = compare::shape(reader, session)?;
+    Ok(shape
+        .turns
+        .into_iter()
         .map(|t| Turn {
             stop_reason: t
                 .stop_reason
-                .clone()
-                .or_else(|| t.error.as_ref().map(|e| format!("error: {e}"))),
-            calls: calls
-                .iter()
-                .filter(|c| within(c.first_seq, t))
-                .map(call)
+                .or_else(|| t.error.map(|e| format!("error: {e}"))),
+            calls: t
+                .tool_calls
+                .into_iter()
+                .map(|c| Call {
+                    kind: c.kind.unwrap_or_default(),
+                    title: c.title.unwrap_or_default(),
+                    status: c.status.unwrap_or_default(),
+                    paths: c.paths,
+                    raw_input: c.raw_input,
+                })
                 .collect(),
-            permissions: permissions
-                .iter()
-                .filter(|p| within(Some(p.request_seq), t))
+            permissions: t
+                .permissions
+                .into_iter()
                 .map(|p| {
-                    let tool = p
-                        .tool_call_id
-                        .as_ref()
-                        .and_then(|id| calls.iter().find(|c| &c.tool_call_id == id));
                     (
-                        tool.and_then(|c| c.kind.clone()).unwrap_or_default(),
-                        tool.and_then(|c| c.title.clone()).unwrap_or_default(),
+                        p.tool_kind.unwrap_or_default(),
+                        p.tool_call.unwrap_or_default(),
                         p.option_kind
-                            .clone()
-                            .or_else(|| p.outcome.clone())
+                            .or(p.outcome)
                             .unwrap_or_else(|| "no answer".into()),
                     )
                 })
@@ -286,13 +252,6 @@ fn describe_changes(turn: usize, was: &Call, now: &Call, out: &mut Vec<String>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn volatile_fields_are_ignored() {
-        let a = json!({"command": "ls", "call_id": "x1", "turn_id": "t", "started_at_ms": 5, "cwd": "/a", "_meta": {}, "toolCallId": "c"});
-        assert_eq!(stable(&a), json!({"command": "ls"}));
-    }
 
     fn c(kind: &str, title: &str, status: &str) -> Call {
         Call {

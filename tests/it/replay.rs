@@ -338,3 +338,63 @@ fn a_recorded_cancel_is_not_waited_for() {
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("\"cancelled\""));
 }
+
+/// Replay as the client in another directory (`--cwd`, the CI recipe): the same agent doing the
+/// same work there is no divergence, since the comparison writes each session's cwd `<cwd>`; a
+/// real change still is.
+#[test]
+fn replay_as_client_in_another_cwd_is_not_a_divergence() {
+    let sb = Sandbox::new();
+    let demo = Command::new(acptap_bin())
+        .args(["demo", "--db"])
+        .arg(sb.db())
+        .current_dir(sb.dir.path())
+        .output()
+        .unwrap();
+    assert!(demo.status.success());
+    let session: String = sb
+        .conn()
+        .query_row("SELECT session_id FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    let elsewhere = sb.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let acptap = acptap_bin();
+    let run = |altered: bool| {
+        let mut command = Command::new(acptap_bin());
+        command
+            .args(["replay", &session, "--as", "client", "--cwd"])
+            .arg(&elsewhere)
+            .arg("--")
+            .arg(&acptap)
+            .arg("demo-agent");
+        if altered {
+            command.arg("--altered");
+        }
+        let child = command
+            .env("ACPTAP_DB", sb.db())
+            .current_dir(sb.dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        finish(child, Duration::from_secs(60))
+    };
+    let same = run(false);
+    let report = String::from_utf8_lossy(&same.stdout);
+    assert_eq!(same.status.code(), Some(0), "{report}");
+    assert!(report.contains("no divergence"), "{report}");
+    // The live run really worked in the other directory.
+    assert!(
+        sb.count(&format!(
+            "SELECT count(*) FROM sessions WHERE cwd = '{}'",
+            elsewhere.display()
+        )) >= 1
+    );
+    let altered = run(true);
+    assert_eq!(
+        altered.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&altered.stdout)
+    );
+}
