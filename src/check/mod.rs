@@ -93,7 +93,7 @@ rules! {
     AGENT_STDOUT_NOISE = "acp/agent-stdout-noise", Error, "https://agentclientprotocol.com/protocol/transports#stdio",
         "the agent wrote something that is not a message on stdout (logs belong on stderr)";
     UNCHECKED_VERSION = "acp/unchecked-version", Info, "https://agentclientprotocol.com/protocol/initialization#protocol-version",
-        "the negotiated protocol version has no schema here: messages were checked by the conversation rules only";
+        "the negotiated protocol version (neither 1 nor the v2 draft) has no schema here: messages were checked by the conversation rules only";
 }
 
 /// The rule with this id.
@@ -351,27 +351,39 @@ impl Conversation {
                 format!("`{method}` before initialize was answered"),
             );
         }
-        self.schema(line, || schema::params(method, params));
+        self.schema(
+            line,
+            || schema::params(method, params),
+            || schema::params_v2(method, params),
+        );
         true
     }
 
-    /// Validates with the protocol's types when the negotiated version has them.
-    fn schema(&mut self, line: &Line, check: impl FnOnce() -> Option<Result<(), String>>) {
-        match self.version {
-            Some(1) | None => {
-                if let Some(Err(error)) = check() {
-                    self.find(SCHEMA, line, error);
+    /// Validates with the protocol's types of the negotiated version: v1 (and before the
+    /// version is known), the v2 draft for the methods the crate types there.
+    fn schema(
+        &mut self,
+        line: &Line,
+        v1: impl FnOnce() -> Option<Result<(), String>>,
+        v2: impl FnOnce() -> Option<Result<(), String>>,
+    ) {
+        let checked = match self.version {
+            Some(1) | None => v1(),
+            Some(2) => v2(),
+            Some(version) => {
+                if !self.said_unchecked_version {
+                    self.said_unchecked_version = true;
+                    self.find(
+                        UNCHECKED_VERSION,
+                        line,
+                        format!("protocol version {version} was negotiated; only versions 1 and 2 (the draft) are checked against the schema"),
+                    );
                 }
+                None
             }
-            Some(version) if !self.said_unchecked_version => {
-                self.said_unchecked_version = true;
-                self.find(
-                    UNCHECKED_VERSION,
-                    line,
-                    format!("protocol version {version} was negotiated; only version 1 is checked against the schema"),
-                );
-            }
-            Some(_) => {}
+        };
+        if let Some(Err(error)) = checked {
+            self.find(SCHEMA, line, error);
         }
     }
 
@@ -533,9 +545,13 @@ impl Conversation {
         let succeeded = message.get("error").is_none();
         if succeeded && !request.method.starts_with('_') {
             let method = request.method.clone();
-            self.schema(line, || schema::result(&method, result));
+            self.schema(
+                line,
+                || schema::result(&method, result),
+                || schema::result_v2(&method, result),
+            );
         } else if let Some(error) = message.get("error") {
-            self.schema(line, || schema::error(error));
+            self.schema(line, || schema::error(error), || schema::error_v2(error));
         }
         match request.method.as_str() {
             "initialize" if succeeded => {

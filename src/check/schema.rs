@@ -1,9 +1,11 @@
-//! Messages against the protocol's types, version 1, with the official crate
-//! (`agent-client-protocol-schema`): a message matches when the type its method names can be
-//! read from it, as a peer built on the SDKs would read it. (The types accept unknown fields,
-//! as the protocol does; a missing or mistyped required field is what fails.)
+//! Messages against the protocol's types with the official crate
+//! (`agent-client-protocol-schema`): version 1, and of the version 2 draft the methods the crate
+//! types there. A message matches when the type its method names can be read from it, as a peer
+//! built on the SDKs would read it. (The types accept unknown fields, as the protocol does; a
+//! missing or mistyped required field is what fails.)
 
 use agent_client_protocol_schema::v1 as acp;
+use agent_client_protocol_schema::v2;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -73,4 +75,38 @@ pub(super) fn result(method: &str, result: &Value) -> Option<Result<(), String>>
 /// The error of a failed response.
 pub(super) fn error(error: &Value) -> Option<Result<(), String>> {
     Some(read::<acp::Error>(error, "the error"))
+}
+
+/// The params of a request or notification with this method, in the version 2 draft.
+pub(super) fn params_v2(method: &str, params: &Value) -> Option<Result<(), String>> {
+    let what = format!("the params of `{method}` (protocol v2 draft)");
+    Some(match method {
+        "initialize" => read::<v2::InitializeRequest>(params, &what),
+        "session/new" => read::<v2::NewSessionRequest>(params, &what),
+        "session/list" => read::<v2::ListSessionsRequest>(params, &what),
+        "session/set_config_option" => read::<v2::SetSessionConfigOptionRequest>(params, &what),
+        "session/prompt" => read::<v2::PromptRequest>(params, &what),
+        "session/update" => read::<v2::UpdateSessionNotification>(params, &what),
+        "session/request_permission" => read::<v2::RequestPermissionRequest>(params, &what),
+        _ => return None,
+    })
+}
+
+/// The result of a successful response, in the version 2 draft.
+pub(super) fn result_v2(method: &str, result: &Value) -> Option<Result<(), String>> {
+    let what = format!("the result of `{method}` (protocol v2 draft)");
+    Some(match method {
+        "initialize" => read::<v2::InitializeResponse>(result, &what),
+        "session/new" => read::<v2::NewSessionResponse>(result, &what),
+        "session/list" => read::<v2::ListSessionsResponse>(result, &what),
+        "session/set_config_option" => read::<v2::SetSessionConfigOptionResponse>(result, &what),
+        "session/prompt" => read::<v2::PromptResponse>(result, &what),
+        "session/request_permission" => read::<v2::RequestPermissionResponse>(result, &what),
+        _ => return None,
+    })
+}
+
+/// The error of a failed response, in the version 2 draft.
+pub(super) fn error_v2(error: &Value) -> Option<Result<(), String>> {
+    Some(read::<v2::Error>(error, "the error (protocol v2 draft)"))
 }

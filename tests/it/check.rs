@@ -170,7 +170,8 @@ fn corpus() -> Vec<(&'static str, Transcript, Vec<&'static str>)> {
             .insert(20, "c2a", r#"{"jsonrpc":"2.0","id":40,"result":{"terminalId":"t1"}}"#), vec!["acp/capability-not-negotiated"]),
         ("session/load the agent did not offer", g().edit(1, |m| m["result"]["agentCapabilities"]["loadSession"] = json!(false)).insert(4, "c2a", &json!({"jsonrpc":"2.0","id":60,"method":"session/load","params":{"sessionId":"old","cwd":"/p","mcpServers":[]}}).to_string())
             .insert(5, "a2c", r#"{"jsonrpc":"2.0","id":60,"result":{}}"#), vec!["acp/capability-not-negotiated"]),
-        ("a protocol version without a schema here", g().edit(1, |m| m["result"]["protocolVersion"] = json!(2)), vec!["acp/unchecked-version"]),
+        ("a protocol version without a schema here", g().edit(1, |m| m["result"]["protocolVersion"] = json!(3)), vec!["acp/unchecked-version"]),
+        ("v1 messages after negotiating the v2 draft", g().edit(1, |m| m["result"]["protocolVersion"] = json!(2)), vec!["acp/schema"]),
         ("an extension notification is fine", g().insert(6, "a2c", r#"{"jsonrpc":"2.0","method":"_acme/progress","params":{"any":"thing"}}"#), vec!["acp/tool-call-unannounced"]),
     ]
 }
