@@ -34,6 +34,7 @@ pub mod protocol;
 pub mod proxy;
 pub mod record;
 pub mod replay;
+pub mod ui;
 
 #[cfg(test)]
 mod fuzz;
@@ -58,6 +59,7 @@ mod layering {
         ("bench_read", &["record", "protocol"]),
         ("export", &["record", "protocol"]),
         ("check", &[]),
+        ("ui", &["record"]),
     ];
 
     fn sources(path: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -51,6 +51,9 @@ pub enum Command {
     /// Find sessions and tool calls across every recording: by text (full-text, SQLite FTS5),
     /// tool kind, status or path; newest first.
     Search(SearchArgs),
+    /// A local web inspector: sessions, a live timeline of raw lines, on 127.0.0.1 with a token
+    /// (see docs/ui.md). Prints the URL.
+    Ui(UiArgs),
     /// Write one session as a self-contained HTML file: timeline, tool calls, diffs, permission
     /// decisions, the raw messages, with filters.
     Report(ReportArgs),
@@ -225,6 +228,18 @@ pub struct SearchArgs {
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The port on 127.0.0.1 [default: a free one]
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Open the URL in the browser (xdg-open).
+    #[arg(long)]
+    pub open: bool,
 }
 
 #[derive(Debug, Args)]

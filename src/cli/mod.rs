@@ -99,6 +99,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Check(args) => commands::check::check(args, config),
         Command::Diff(args) => commands::check::diff(args, config),
         Command::Search(args) => commands::views::search(args, config),
+        Command::Ui(args) => crate::ui::serve(args.db.path()?, args.port, args.open).map(|()| 0),
         Command::Tail(args) => commands::views::tail(args, config),
         Command::Stats(args) => commands::views::stats(args, config),
         Command::Prune(args) => commands::maintenance::prune(args, config),

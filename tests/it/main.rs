@@ -24,4 +24,5 @@ mod streams;
 mod terminal;
 mod trace;
 mod transcripts;
+mod ui;
 mod util;

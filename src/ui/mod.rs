@@ -1,0 +1,359 @@
+//! `acptap ui`: a local web inspector over the recordings, read-only, safe on a shared machine.
+//!
+//! The security model (docs/ui.md), in the order a request meets it (`guard`):
+//! - the server listens on 127.0.0.1 only, and refuses a peer that is not loopback anyway;
+//! - only GET and HEAD: no endpoint changes anything (the database is opened read-only);
+//! - the `Host` header must name this server (127.0.0.1 or localhost with its port): a DNS
+//!   rebinding page, whose requests carry its own host name, is refused;
+//! - an `Origin` header, when sent, must be this server's: cross-site requests are refused;
+//! - every request needs the random token printed at start, as `?token=` (the first visit,
+//!   which sets an HttpOnly, SameSite=Strict cookie) or as that cookie;
+//! - every answer carries a strict Content-Security-Policy (nothing but this server's own
+//!   scripts and styles; no inline script), `nosniff`, no referrer, no framing.
+//!
+//! Recorded strings are rendered by the page as text (`textContent`), never as HTML.
+
+mod assets;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Path, Query, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::record::Reader;
+use crate::record::queries;
+
+/// The token's length in random bytes (written as hex).
+const TOKEN_BYTES: usize = 32;
+const COOKIE: &str = "acptap_ui";
+
+/// The Content-Security-Policy of every answer.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                   connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+struct App {
+    db: PathBuf,
+    token: String,
+    port: u16,
+}
+
+/// A random token from the operating system.
+fn new_token() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; TOKEN_BYTES];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Equal, in time that does not depend on where they differ.
+fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+fn refuse(status: StatusCode, why: &'static str) -> Response {
+    (status, why).into_response()
+}
+
+/// The token a request carries: `?token=` or the cookie.
+fn token_of(request: &Request) -> Option<String> {
+    let from_query = request.uri().query().and_then(|q| {
+        q.split('&')
+            .find_map(|pair| pair.strip_prefix("token="))
+            .map(str::to_owned)
+    });
+    from_query.or_else(|| {
+        request
+            .headers()
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .find_map(|c| {
+                c.trim()
+                    .strip_prefix(&format!("{COOKIE}="))
+                    .map(str::to_owned)
+            })
+    })
+}
+
+/// The checks every request passes before any handler (see the module's comment).
+async fn guard(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !peer.ip().is_loopback() {
+        return refuse(StatusCode::FORBIDDEN, "only this machine may ask");
+    }
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return refuse(StatusCode::METHOD_NOT_ALLOWED, "read-only: GET only");
+    }
+    let ours = [
+        format!("127.0.0.1:{}", app.port),
+        format!("localhost:{}", app.port),
+    ];
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !ours.iter().any(|o| o.eq_ignore_ascii_case(host)) {
+        return refuse(StatusCode::FORBIDDEN, "unknown Host (DNS rebinding?)");
+    }
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !ours
+            .iter()
+            .any(|o| origin.eq_ignore_ascii_case(&format!("http://{o}")))
+        {
+            return refuse(StatusCode::FORBIDDEN, "cross-site request refused");
+        }
+    }
+    let Some(token) = token_of(&request) else {
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "open the URL acptap ui printed (it carries the token)",
+        );
+    };
+    if !same_secret(&token, &app.token) {
+        return refuse(StatusCode::UNAUTHORIZED, "wrong token");
+    }
+    let from_query = request.uri().query().is_some_and(|q| q.contains("token="));
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if from_query
+        && let Ok(cookie) = HeaderValue::from_str(&format!(
+            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+            app.token
+        ))
+    {
+        headers.insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// Runs a read of the database off the async threads.
+async fn read<T: Send + 'static>(
+    app: &App,
+    work: impl FnOnce(&Reader) -> anyhow::Result<T> + Send + 'static,
+) -> Result<T, Response> {
+    let db = app.db.clone();
+    tokio::task::spawn_blocking(move || {
+        let reader = Reader::open(&db)?;
+        work(&reader)
+    })
+    .await
+    .map_err(|e| refuse_text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+    .map_err(|e| refuse_text(StatusCode::NOT_FOUND, e.to_string()))
+}
+
+fn refuse_text(status: StatusCode, text: String) -> Response {
+    (status, text).into_response()
+}
+
+fn json(value: impl serde::Serialize) -> Response {
+    match serde_json::to_vec(&value) {
+        Ok(body) => (
+            [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+            body,
+        )
+            .into_response(),
+        Err(e) => refuse_text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn sessions(State(app): State<Arc<App>>) -> Response {
+    match read(&app, |r| Ok(queries::list_sessions(r, 1000)?)).await {
+        Ok(list) => json(list),
+        Err(e) => e,
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Paging {
+    #[serde(default)]
+    from: i64,
+    #[serde(default = "default_page")]
+    limit: usize,
+}
+
+fn default_page() -> usize {
+    500
+}
+
+/// One session's raw lines, a page at a time (the page virtualises the list).
+async fn lines(
+    State(app): State<Arc<App>>,
+    Path(session): Path<String>,
+    Query(paging): Query<Paging>,
+) -> Response {
+    let limit = paging.limit.clamp(1, 5000);
+    let from = paging.from.max(0);
+    let result = read(&app, move |r| {
+        let session = queries::resolve_session(r, &session)?;
+        let rows = queries::connection_messages(r, session.connection_id, from..i64::MAX, limit)?;
+        Ok(serde_json::json!({
+            "session": session,
+            "lines": rows.iter().map(|m| serde_json::json!({
+                "seq": m.seq,
+                "ts": m.ts,
+                "direction": m.direction,
+                "kind": m.kind,
+                "method": m.method,
+                "text": String::from_utf8_lossy(&m.raw),
+                "truncated": m.truncated,
+            })).collect::<Vec<_>>(),
+        }))
+    })
+    .await;
+    match result {
+        Ok(value) => json(value),
+        Err(e) => e,
+    }
+}
+
+/// Server-sent events: `changed` with the count of recorded lines whenever it moves (looked at
+/// every 100 ms), so a page fetches what is new within a quarter second.
+async fn events(State(app): State<Arc<App>>) -> Response {
+    let db = app.db.clone();
+    let (tx, rx) = tokio::sync::mpsc::channel::<String>(4);
+    tokio::spawn(async move {
+        let mut last = -1;
+        loop {
+            let db = db.clone();
+            let count = tokio::task::spawn_blocking(move || {
+                Reader::open(&db)
+                    .ok()
+                    .and_then(|r| queries::message_count(&r).ok())
+            })
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(last);
+            if count != last {
+                last = count;
+                if tx
+                    .send(format!("event: changed\ndata: {count}\n\n"))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(Events(rx)))
+        .unwrap_or_else(|e| refuse_text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+/// The events for one page, as a body stream.
+struct Events(tokio::sync::mpsc::Receiver<String>);
+
+impl futures_core::Stream for Events {
+    type Item = Result<String, std::convert::Infallible>;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx).map(|event| event.map(Ok))
+    }
+}
+
+async fn page(Path(name): Path<String>) -> Response {
+    match assets::get(&name) {
+        Some((content_type, body)) => {
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
+        None => refuse(StatusCode::NOT_FOUND, "no such file"),
+    }
+}
+
+async fn index() -> Response {
+    page(Path("index.html".to_owned())).await
+}
+
+/// The router, with its guard.
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/assets/{name}", get(page))
+        .route("/api/sessions", get(sessions))
+        .route("/api/sessions/{session}/lines", get(lines))
+        .route("/api/events", get(events))
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app)
+}
+
+/// `acptap ui`: serves until interrupted. Prints the URL (with the token) on stdout.
+pub fn serve(db: PathBuf, port: u16, open: bool) -> anyhow::Result<()> {
+    // Fail now, with the usual message, if the database is not there.
+    drop(Reader::open(&db)?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener =
+            tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await?;
+        let port = listener.local_addr()?.port();
+        let app = Arc::new(App {
+            db,
+            token: new_token()?,
+            port,
+        });
+        let url = format!("http://127.0.0.1:{port}/?token={}", app.token);
+        println!("{url}");
+        if open {
+            let _ = std::process::Command::new("xdg-open").arg(&url).spawn();
+        }
+        axum::serve(
+            listener,
+            router(app).into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await?;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abc", "abd"));
+        assert!(!same_secret("abc", "abcd"));
+        assert_eq!(new_token().unwrap().len(), TOKEN_BYTES * 2);
+    }
+}
