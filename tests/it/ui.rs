@@ -140,3 +140,112 @@ fn every_request_needs_the_token_the_host_and_the_origin() {
         );
     }
 }
+
+/// In a real browser (headless Chromium over the DevTools protocol, driven by
+/// tests/ui/drive.py with the venv's Python): the sessions appear, a session's raw lines open,
+/// a session recorded while the page is open appears without a reload, and recorded markup is
+/// shown as text with no script run.
+#[test]
+fn the_page_in_chromium_shows_sessions_lines_and_new_recordings_as_text() {
+    let sb = Sandbox::new();
+    // A transcript whose agent text is markup that would run if rendered as HTML.
+    let attack = r#"<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>"#;
+    let mut text = std::fs::read_to_string(fixture(SAMPLES[0])).unwrap();
+    text = text.replacen(
+        "improve hello.py and leave a marker file",
+        &attack.replace('"', "\\\\\\\""),
+        1,
+    );
+    let xss = sb.path("xss.jsonl");
+    std::fs::write(&xss, text).unwrap();
+    sb.acptap(&["import", xss.to_str().unwrap()]);
+    let ui = start(&sb);
+    let url = format!("http://127.0.0.1:{}/?token={}", ui.port, ui.token);
+    let go = sb.path("go");
+    let python = std::env::var_os("ACPTAP_PHOENIX")
+        .map(|p| std::path::PathBuf::from(p).with_file_name("python"))
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
+                .join(".cache/acptap-ci/venv/bin/python")
+        });
+    let step = |name: &str, until: &str, then: &str, wait: bool| {
+        let mut step = serde_json::json!({"name": name, "until": until, "then": then});
+        if wait {
+            step["wait_for_file"] = serde_json::json!(go.to_str().unwrap());
+        }
+        step.to_string()
+    };
+    let mut driver = Command::new(&python)
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/drive.py"))
+        .arg("chromium")
+        .arg(&url)
+        .arg(step(
+            "rows",
+            "document.querySelectorAll('#session-rows tr').length",
+            "document.querySelector('#session-rows tr').click()",
+            false,
+        ))
+        .arg(step(
+            "lines",
+            "document.querySelectorAll('#lines li').length",
+            "",
+            true,
+        ))
+        .arg(step(
+            "live",
+            "document.querySelectorAll('#session-rows tr').length >= 2 && document.querySelectorAll('#session-rows tr').length",
+            "",
+            false,
+        ))
+        .arg(step(
+            "text",
+            "[...document.querySelectorAll('#lines li')].some(li => li.textContent.includes('<img src=x onerror=')) && document.querySelectorAll('#lines img, #lines script').length === 0 && window.__pwned === undefined",
+            "",
+            false,
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e} (bash .ci/run installs it)", python.display()));
+    let mut out = BufReader::new(driver.stdout.take().unwrap());
+    let mut steps = Vec::new();
+    let mut line = String::new();
+    while out.read_line(&mut line).unwrap() > 0 {
+        let step: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        if step["step"] == "lines" {
+            // Record another session while the page is open.
+            sb.acptap(&["import", fixture(SAMPLES[1]).to_str().unwrap()]);
+            std::fs::write(&go, "").unwrap();
+        }
+        steps.push(step);
+        line.clear();
+    }
+    let status = driver.wait().unwrap();
+    let mut stderr = String::new();
+    driver
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(status.success(), "the driver failed: {stderr}");
+    let value = |name: &str| {
+        steps
+            .iter()
+            .find(|s| s["step"] == name)
+            .map(|s| s["value"].clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(value("rows"), 1, "{steps:?}");
+    assert!(value("lines").as_u64().unwrap_or(0) > 40, "{steps:?}");
+    assert_eq!(
+        value("live"),
+        2,
+        "the new session did not appear: {steps:?}"
+    );
+    assert_eq!(
+        value("text"),
+        true,
+        "markup was not shown as text: {steps:?}"
+    );
+}
