@@ -59,7 +59,7 @@ mod layering {
         ("bench_read", &["record", "protocol"]),
         ("export", &["record", "protocol"]),
         ("check", &[]),
-        ("ui", &["record"]),
+        ("ui", &["record", "inspect", "export"]),
     ];
 
     fn sources(path: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -444,6 +444,8 @@ pub enum ExportFormat {
     Trace,
     /// OpenTelemetry spans of the session, sent over OTLP/HTTP to `--endpoint` (see docs/otlp.md).
     Otlp,
+    /// The same spans as an OTLP/JSON file (one `ExportTraceServiceRequest`), sent nowhere.
+    OtlpJson,
 }
 
 #[derive(Debug, Args)]

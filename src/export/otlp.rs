@@ -261,14 +261,7 @@ impl Sender {
             .with_headers(endpoint.headers.iter().cloned().collect())
             .build()
             .map_err(|e| setup(e.to_string()))?;
-        exporter.set_resource(
-            &Resource::builder_empty()
-                .with_attributes([
-                    KeyValue::new("service.name", "acptap"),
-                    KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
-                ])
-                .build(),
-        );
+        exporter.set_resource(&resource());
         Ok(Sender {
             exporter,
             url: endpoint.shown(),
@@ -365,6 +358,31 @@ fn describe(error: &str) -> String {
     } else {
         error.to_owned()
     }
+}
+
+/// What every span is said to come from.
+fn resource() -> Resource {
+    Resource::builder_empty()
+        .with_attributes([
+            KeyValue::new("service.name", "acptap"),
+            KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+        ])
+        .build()
+}
+
+/// The spans as one OTLP/JSON `ExportTraceServiceRequest` (the protocol's JSON mapping, by its
+/// own types): a file a collector takes as `POST /v1/traces` with `Content-Type:
+/// application/json`.
+pub fn to_json(spans: &[Span]) -> serde_json::Result<Vec<u8>> {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
+    let request = ExportTraceServiceRequest {
+        resource_spans: group_spans_by_resource_and_scope(
+            spans.iter().map(span_data).collect(),
+            &(&resource()).into(),
+        ),
+    };
+    serde_json::to_vec(&request)
 }
 
 fn span_data(span: &Span) -> SpanData {

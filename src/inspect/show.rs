@@ -106,9 +106,8 @@ pub fn for_each_turn(
         (None, _) => 0..0,
     };
     let mut permissions: HashMap<i64, PermissionRow> =
-        queries::permission_requests(reader, session)?
+        queries::permission_requests_between(reader, session, seqs.clone())?
             .into_iter()
-            .filter(|p| seqs.contains(&p.request_seq))
             .map(|p| (p.request_seq, p))
             .collect();
     let view_of = |i: usize| {

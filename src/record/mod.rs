@@ -15,6 +15,7 @@
 
 pub mod compare;
 pub mod follow;
+pub mod pages;
 pub mod queries;
 mod queue;
 pub mod reader;

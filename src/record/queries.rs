@@ -544,6 +544,7 @@ pub fn session_tool_calls_in(
         "k.connection_id = ?1 AND k.session_id = ?2
            AND (?3 IS NULL OR k.last_updated_at >= ?3
                 OR (?4 AND coalesce(k.status, '') NOT IN ('completed', 'failed')))",
+        "",
         params![
             session.connection_id,
             session.session_id,
@@ -594,7 +595,7 @@ pub fn for_each_tool_call(
 
 /// Which of a tool call's columns are read.
 #[derive(Clone, Copy)]
-enum Columns {
+pub(super) enum Columns {
     All,
     /// Not `raw_input` and `raw_output` (the arguments and result, often the largest).
     NoIo,
@@ -607,13 +608,16 @@ fn for_each_tool_call_where(
     values: impl rusqlite::Params,
     each: impl FnMut(ToolCallRow),
 ) -> rusqlite::Result<()> {
-    for_each_tool_call_columns_where(reader, Columns::All, condition, values, each)
+    for_each_tool_call_columns_where(reader, Columns::All, condition, "", values, each)
 }
 
-fn for_each_tool_call_columns_where(
+/// The tool calls (`k`) matching `condition`, in order of first appearance; `tail` follows the
+/// order (`LIMIT ?5 OFFSET ?6` for a page).
+pub(super) fn for_each_tool_call_columns_where(
     reader: &Reader,
     columns: Columns,
     condition: &str,
+    tail: &str,
     values: impl rusqlite::Params,
     mut each: impl FnMut(ToolCallRow),
 ) -> rusqlite::Result<()> {
@@ -622,6 +626,7 @@ fn for_each_tool_call_columns_where(
         Columns::All => "k.raw_input, k.raw_output",
         Columns::NoIo => "NULL, NULL",
     };
+
     let mut statement = conn.prepare_cached(&format!(
         "SELECT k.connection_id, k.session_id, k.tool_call_id, k.title, k.kind, k.status, k.content,
                 k.locations, {io}, k.created_by, k.first_seen_at,
@@ -630,7 +635,7 @@ fn for_each_tool_call_columns_where(
                   WHERE e.tool_call_row = k.id)
          FROM tool_calls k
          WHERE {condition}
-         ORDER BY k.first_seen_at, k.id"
+         ORDER BY k.first_seen_at, k.id {tail}"
     ))?;
     let mut rows = statement.query(values)?;
     while let Some(r) = rows.next()? {
@@ -679,7 +684,13 @@ pub fn permission_requests(
     reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<Vec<PermissionRow>> {
-    permission_rows(reader, session, Window::default(), "options")
+    permission_rows(
+        reader,
+        session,
+        Window::default(),
+        "options",
+        RowRange::default(),
+    )
 }
 
 /// A session's permission requests in `window` (decided since, or undecided), without the
@@ -689,14 +700,47 @@ pub fn permission_requests_in(
     session: &SessionRef,
     window: Window,
 ) -> rusqlite::Result<Vec<PermissionRow>> {
-    permission_rows(reader, session, window, "NULL")
+    permission_rows(reader, session, window, "NULL", RowRange::default())
 }
 
-fn permission_rows(
+/// Which permission requests of a session `permission_rows` reads, beyond its window: those
+/// with `request_seq` in `seqs`, `limit` of them (negative: all) after skipping `offset`.
+#[derive(Debug, Clone)]
+pub(super) struct RowRange {
+    pub seqs: std::ops::Range<i64>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl Default for RowRange {
+    fn default() -> Self {
+        RowRange {
+            seqs: 0..i64::MAX,
+            limit: -1,
+            offset: 0,
+        }
+    }
+}
+
+/// A session's permission requests with `request_seq` in `seqs` (the turns a page shows).
+pub fn permission_requests_between(
+    reader: &Reader,
+    session: &SessionRef,
+    seqs: std::ops::Range<i64>,
+) -> rusqlite::Result<Vec<PermissionRow>> {
+    let range = RowRange {
+        seqs,
+        ..RowRange::default()
+    };
+    permission_rows(reader, session, Window::default(), "options", range)
+}
+
+pub(super) fn permission_rows(
     reader: &Reader,
     session: &SessionRef,
     window: Window,
     options: &str,
+    range: RowRange,
 ) -> rusqlite::Result<Vec<PermissionRow>> {
     let conn = reader.conn();
     conn.prepare_cached(&format!(
@@ -705,14 +749,19 @@ fn permission_rows(
                 policy_shadow, policy_hash
          FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2
            AND (?3 IS NULL OR decided_at >= ?3 OR (?4 AND decided_at IS NULL))
-         ORDER BY request_seq"
+           AND request_seq >= ?5 AND request_seq < ?6
+         ORDER BY request_seq LIMIT ?7 OFFSET ?8"
     ))?
     .query_map(
         params![
             session.connection_id,
             session.session_id,
             window.since,
-            window.open
+            window.open,
+            range.seqs.start,
+            range.seqs.end,
+            range.limit,
+            range.offset
         ],
         |r| {
             Ok(PermissionRow {
@@ -934,6 +983,29 @@ pub struct MessageRow {
     pub truncated: bool,
 }
 
+/// The columns `message_row` reads, in its order.
+pub(super) const MESSAGE_COLUMNS: &str = "seq, ts, direction, kind, method, rpc_id, size, raw, \
+     reply_to_seq, session_id, origin, forwarded, truncated";
+
+/// A row of `SELECT {MESSAGE_COLUMNS}` as a `MessageRow`.
+pub(super) fn message_row(r: &Row) -> rusqlite::Result<MessageRow> {
+    Ok(MessageRow {
+        seq: r.get(0)?,
+        ts: r.get(1)?,
+        direction: r.get(2)?,
+        kind: r.get(3)?,
+        method: r.get(4)?,
+        rpc_id: r.get(5)?,
+        size: r.get(6)?,
+        raw: r.get(7)?,
+        reply_to_seq: r.get(8)?,
+        session_id: r.get(9)?,
+        origin: r.get(10)?,
+        forwarded: r.get(11)?,
+        truncated: r.get(12)?,
+    })
+}
+
 /// The first `limit` lines of a connection with `seq` in `seqs`, in order.
 pub fn connection_messages(
     reader: &Reader,
@@ -943,12 +1015,11 @@ pub fn connection_messages(
 ) -> rusqlite::Result<Vec<MessageRow>> {
     reader
         .conn()
-        .prepare(
-            "SELECT seq, ts, direction, kind, method, rpc_id, size, raw, reply_to_seq, session_id,
-                    origin, forwarded, truncated
+        .prepare(&format!(
+            "SELECT {MESSAGE_COLUMNS}
              FROM messages WHERE connection_id = ?1 AND seq >= ?3 AND seq < ?4
-             ORDER BY seq LIMIT ?2",
-        )?
+             ORDER BY seq LIMIT ?2"
+        ))?
         .query_map(
             params![
                 connection_id,
@@ -956,23 +1027,7 @@ pub fn connection_messages(
                 seqs.start,
                 seqs.end
             ],
-            |r| {
-                Ok(MessageRow {
-                    seq: r.get(0)?,
-                    ts: r.get(1)?,
-                    direction: r.get(2)?,
-                    kind: r.get(3)?,
-                    method: r.get(4)?,
-                    rpc_id: r.get(5)?,
-                    size: r.get(6)?,
-                    raw: r.get(7)?,
-                    reply_to_seq: r.get(8)?,
-                    session_id: r.get(9)?,
-                    origin: r.get(10)?,
-                    forwarded: r.get(11)?,
-                    truncated: r.get(12)?,
-                })
-            },
+            message_row,
         )?
         .collect()
 }

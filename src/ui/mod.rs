@@ -13,6 +13,7 @@
 //!
 //! Recorded strings are rendered by the page as text (`textContent`), never as HTML.
 
+mod api;
 mod assets;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -22,7 +23,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, Query, Request, State};
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -178,7 +179,7 @@ fn refuse_text(status: StatusCode, text: String) -> Response {
     (status, text).into_response()
 }
 
-fn json(value: impl serde::Serialize) -> Response {
+fn json_response(value: impl serde::Serialize) -> Response {
     match serde_json::to_vec(&value) {
         Ok(body) => (
             [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
@@ -186,56 +187,6 @@ fn json(value: impl serde::Serialize) -> Response {
         )
             .into_response(),
         Err(e) => refuse_text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    }
-}
-
-async fn sessions(State(app): State<Arc<App>>) -> Response {
-    match read(&app, |r| Ok(queries::list_sessions(r, 1000)?)).await {
-        Ok(list) => json(list),
-        Err(e) => e,
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct Paging {
-    #[serde(default)]
-    from: i64,
-    #[serde(default = "default_page")]
-    limit: usize,
-}
-
-fn default_page() -> usize {
-    500
-}
-
-/// One session's raw lines, a page at a time (the page virtualises the list).
-async fn lines(
-    State(app): State<Arc<App>>,
-    Path(session): Path<String>,
-    Query(paging): Query<Paging>,
-) -> Response {
-    let limit = paging.limit.clamp(1, 5000);
-    let from = paging.from.max(0);
-    let result = read(&app, move |r| {
-        let session = queries::resolve_session(r, &session)?;
-        let rows = queries::connection_messages(r, session.connection_id, from..i64::MAX, limit)?;
-        Ok(serde_json::json!({
-            "session": session,
-            "lines": rows.iter().map(|m| serde_json::json!({
-                "seq": m.seq,
-                "ts": m.ts,
-                "direction": m.direction,
-                "kind": m.kind,
-                "method": m.method,
-                "text": String::from_utf8_lossy(&m.raw),
-                "truncated": m.truncated,
-            })).collect::<Vec<_>>(),
-        }))
-    })
-    .await;
-    match result {
-        Ok(value) => json(value),
-        Err(e) => e,
     }
 }
 
@@ -307,8 +258,40 @@ fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/assets/{name}", get(page))
-        .route("/api/sessions", get(sessions))
-        .route("/api/sessions/{session}/lines", get(lines))
+        .route("/api/sessions", get(api::sessions))
+        .route("/api/sessions/{connection}/{session}", get(api::session))
+        .route(
+            "/api/sessions/{connection}/{session}/turns",
+            get(api::turns),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/turns/{index}",
+            get(api::turn),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/tools",
+            get(api::tool_calls),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/tools/{id}",
+            get(api::tool_call),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/permissions",
+            get(api::permissions),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/lines",
+            get(api::lines),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/lines/{seq}",
+            get(api::line),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/download/{file}",
+            get(api::download),
+        )
         .route("/api/events", get(events))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)

@@ -16,7 +16,7 @@ async def main(chromium, url, steps):
     port = free_port()
     profile = tempfile.mkdtemp()
     browser = subprocess.Popen(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1400,900",
          f"--remote-debugging-port={port}", f"--user-data-dir={profile}", "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -51,6 +51,11 @@ async def main(chromium, url, steps):
                     if value:
                         break
                     await asyncio.sleep(0.1)
+                if step.get("screenshot"):
+                    import base64
+                    shot = await call("Page.captureScreenshot", format="png")
+                    with open(step["screenshot"], "wb") as f:
+                        f.write(base64.b64decode(shot["data"]))
                 if step.get("then"):
                     await call("Runtime.evaluate", expression=step["then"], returnByValue=True)
                 print(json.dumps({"step": step["name"], "value": value,

@@ -19,6 +19,14 @@ pub(in crate::cli) fn export(args: ExportArgs, config: &Config) -> anyhow::Resul
             .map(serde_json::to_string)
             .collect::<Result<Vec<_>, _>>()?,
         ExportFormat::Trace => crate::export::trace::export(&reader, session.connection_id)?,
+        ExportFormat::OtlpJson => {
+            let options = crate::export::spans::SpanOptions {
+                tool_content: args.tool_content || config.otlp.tool_content,
+                window: Default::default(),
+            };
+            let spans = crate::export::spans::session_spans(&reader, &session, options)?;
+            vec![String::from_utf8(crate::export::otlp::to_json(&spans)?)?]
+        }
         ExportFormat::Otlp => {
             let options = crate::export::spans::SpanOptions {
                 tool_content: args.tool_content || config.otlp.tool_content,

@@ -21,14 +21,14 @@ const DIFF_DEADLINE: Duration = Duration::from_millis(500);
 
 /// One row of a line diff: indexes into the old and new lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum DiffOp {
+pub enum DiffOp {
     Same(usize, usize),
     Removed(usize),
     Added(usize),
 }
 
 /// The rows of a line diff, in order.
-pub(super) fn line_diff(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
+pub fn line_diff(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
     let ops = capture_diff_slices_deadline(
         Algorithm::Myers,
         old,
@@ -63,8 +63,40 @@ pub(super) fn line_diff(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
     rows
 }
 
-/// A `"type":"diff"` content item as a table of old and new lines with their numbers.
-pub(super) fn diff(out: &mut String, item: &Value) {
+/// One row of a diff as shown: a line (with its class `ctx`, `del` or `add`, its 1-based numbers
+/// in the old and new texts, and its sign), or a run of unchanged lines folded away.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "row", rename_all = "snake_case")]
+pub enum DiffRow {
+    Line {
+        class: &'static str,
+        old: Option<usize>,
+        new: Option<usize>,
+        sign: &'static str,
+        text: String,
+    },
+    Fold {
+        count: usize,
+    },
+}
+
+/// A `"type":"diff"` content item as it is shown: what the report writes as a table and
+/// `acptap ui` builds in the page, from this one computation.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DiffView {
+    pub path: String,
+    /// No `oldText`: the file is new.
+    pub new_file: bool,
+    pub removed: usize,
+    pub added: usize,
+    /// Small enough to be shown open at first.
+    pub open: bool,
+    pub rows: Vec<DiffRow>,
+}
+
+/// The rows of a diff content item: changed lines with `DIFF_CONTEXT` unchanged lines around
+/// them, longer unchanged runs folded.
+pub fn diff_view(item: &Value) -> DiffView {
     let path = item.get("path").and_then(Value::as_str).unwrap_or("?");
     let old_text = item.get("oldText").and_then(Value::as_str);
     let new_text = item.get("newText").and_then(Value::as_str).unwrap_or("");
@@ -76,28 +108,13 @@ pub(super) fn diff(out: &mut String, item: &Value) {
         DiffOp::Added(_) => (r, a + 1),
         DiffOp::Same(..) => (r, a),
     });
-    let _ = write!(
-        out,
-        "<details class=\"diff\"{}><summary>diff <code>{}</code>{} <span class=\"del\">−{removed}</span> \
-         <span class=\"add\">+{added}</span></summary>\n<table class=\"diff\"><tbody>\n",
-        if ops.len() <= DIFF_OPEN_ROWS {
-            " open"
-        } else {
-            ""
-        },
-        esc(path),
-        if old_text.is_none() {
-            " (new file)"
-        } else {
-            ""
-        },
-    );
     // Unchanged lines farther than DIFF_CONTEXT from any change are folded.
     let near_change = |k: usize| {
         let lo = k.saturating_sub(DIFF_CONTEXT);
         let hi = (k + DIFF_CONTEXT + 1).min(ops.len());
         ops[lo..hi].iter().any(|op| !matches!(op, DiffOp::Same(..)))
     };
+    let mut rows = Vec::new();
     let mut folded = 0;
     for (k, op) in ops.iter().enumerate() {
         if matches!(op, DiffOp::Same(..)) && !near_change(k) {
@@ -105,11 +122,7 @@ pub(super) fn diff(out: &mut String, item: &Value) {
             continue;
         }
         if folded > 0 {
-            let _ = writeln!(
-                out,
-                "<tr class=\"fold\"><td class=\"ln\"></td><td class=\"ln\"></td><td class=\"sign\">\
-                 </td><td class=\"code\">⋯ {folded} unchanged line(s)</td></tr>"
-            );
+            rows.push(DiffRow::Fold { count: folded });
             folded = 0;
         }
         let (class, old_no, new_no, sign, text) = match *op {
@@ -117,22 +130,67 @@ pub(super) fn diff(out: &mut String, item: &Value) {
             DiffOp::Removed(i) => ("del", Some(i), None, "-", old[i]),
             DiffOp::Added(j) => ("add", None, Some(j), "+", new[j]),
         };
-        let number = |n: Option<usize>| n.map(|n| (n + 1).to_string()).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "<tr class=\"{class}\"><td class=\"ln\">{}</td><td class=\"ln\">{}</td><td \
-             class=\"sign\">{sign}</td><td class=\"code\">{}</td></tr>",
-            number(old_no),
-            number(new_no),
-            esc(text)
-        );
+        rows.push(DiffRow::Line {
+            class,
+            old: old_no.map(|n| n + 1),
+            new: new_no.map(|n| n + 1),
+            sign,
+            text: text.to_owned(),
+        });
     }
     if folded > 0 {
-        let _ = writeln!(
-            out,
-            "<tr class=\"fold\"><td class=\"ln\"></td><td class=\"ln\"></td><td class=\"sign\">\
-             </td><td class=\"code\">⋯ {folded} unchanged line(s)</td></tr>"
-        );
+        rows.push(DiffRow::Fold { count: folded });
+    }
+    DiffView {
+        path: path.to_owned(),
+        new_file: old_text.is_none(),
+        removed,
+        added,
+        open: ops.len() <= DIFF_OPEN_ROWS,
+        rows,
+    }
+}
+
+/// A `"type":"diff"` content item as a table of old and new lines with their numbers.
+pub(super) fn diff(out: &mut String, item: &Value) {
+    let view = diff_view(item);
+    let _ = write!(
+        out,
+        "<details class=\"diff\"{}><summary>diff <code>{}</code>{} <span class=\"del\">−{}</span> \
+         <span class=\"add\">+{}</span></summary>\n<table class=\"diff\"><tbody>\n",
+        if view.open { " open" } else { "" },
+        esc(&view.path),
+        if view.new_file { " (new file)" } else { "" },
+        view.removed,
+        view.added,
+    );
+    for row in &view.rows {
+        match row {
+            DiffRow::Fold { count } => {
+                let _ = writeln!(
+                    out,
+                    "<tr class=\"fold\"><td class=\"ln\"></td><td class=\"ln\"></td><td class=\"sign\">\
+                     </td><td class=\"code\">⋯ {count} unchanged line(s)</td></tr>"
+                );
+            }
+            DiffRow::Line {
+                class,
+                old,
+                new,
+                sign,
+                text,
+            } => {
+                let number = |n: &Option<usize>| n.map(|n| n.to_string()).unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "<tr class=\"{class}\"><td class=\"ln\">{}</td><td class=\"ln\">{}</td><td \
+                     class=\"sign\">{sign}</td><td class=\"code\">{}</td></tr>",
+                    number(old),
+                    number(new),
+                    esc(text)
+                );
+            }
+        }
     }
     out.push_str("</tbody></table></details>\n");
 }

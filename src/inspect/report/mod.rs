@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use sha2::Digest;
 
-mod diff;
+pub mod diff;
 
 use super::show::{self, Item, TurnView};
 use super::{format_duration, format_time, one_line};

@@ -1,0 +1,249 @@
+//! Paged reads of one session for a view that shows a window of a long list (`acptap ui`'s
+//! virtualised lists): a page of tool calls, permission requests or raw lines, with the count of
+//! all that match, so a 60,000-turn session is never read whole to show forty rows.
+
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::Reader;
+use super::queries::{
+    Columns, MESSAGE_COLUMNS, MessageRow, PermissionRow, RowRange, SessionRef, ToolCallRow, Window,
+    for_each_tool_call_columns_where, message_row, permission_rows,
+};
+
+/// `limit` items from `offset` of the `total` that match.
+#[derive(Debug, Serialize)]
+pub struct Page<T> {
+    pub total: i64,
+    pub offset: i64,
+    pub items: Vec<T>,
+}
+
+/// Which tool calls a page lists; `None` matches every one.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCallFilter {
+    pub status: Option<String>,
+    pub kind: Option<String>,
+    /// A substring of the title or of the locations (the paths), case-insensitive for ASCII.
+    pub text: Option<String>,
+}
+
+/// A page of a session's tool calls, in order of first appearance, without their arguments and
+/// results (`raw_input`, `raw_output`: read them with `queries::tool_call`).
+pub fn tool_calls(
+    reader: &Reader,
+    session: &SessionRef,
+    filter: &ToolCallFilter,
+    offset: i64,
+    limit: i64,
+) -> rusqlite::Result<Page<ToolCallRow>> {
+    let condition = "k.connection_id = ?1 AND k.session_id = ?2
+           AND (?3 IS NULL OR k.status = ?3) AND (?4 IS NULL OR k.kind = ?4)
+           AND (?5 IS NULL OR instr(lower(coalesce(k.title, '') || ' ' || coalesce(k.locations, '')),
+                                    lower(?5)) > 0)";
+    let total = reader
+        .conn()
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM tool_calls k WHERE {condition}"
+        ))?
+        .query_row(
+            params![
+                session.connection_id,
+                session.session_id,
+                filter.status,
+                filter.kind,
+                filter.text
+            ],
+            |r| r.get(0),
+        )?;
+    let mut items = Vec::new();
+    for_each_tool_call_columns_where(
+        reader,
+        Columns::NoIo,
+        condition,
+        "LIMIT ?6 OFFSET ?7",
+        params![
+            session.connection_id,
+            session.session_id,
+            filter.status,
+            filter.kind,
+            filter.text,
+            limit,
+            offset
+        ],
+        |call| items.push(call),
+    )?;
+    Ok(Page {
+        total,
+        offset,
+        items,
+    })
+}
+
+/// A permission request with the title of the tool call it asks about.
+#[derive(Debug, Serialize)]
+pub struct PermissionItem {
+    pub title: Option<String>,
+    #[serde(flatten)]
+    pub request: PermissionRow,
+}
+
+/// A page of a session's permission requests, in order, with the options offered.
+pub fn permission_requests(
+    reader: &Reader,
+    session: &SessionRef,
+    offset: i64,
+    limit: i64,
+) -> rusqlite::Result<Page<PermissionItem>> {
+    let conn = reader.conn();
+    let total = conn
+        .prepare_cached(
+            "SELECT count(*) FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2",
+        )?
+        .query_row(params![session.connection_id, session.session_id], |r| {
+            r.get(0)
+        })?;
+    let range = RowRange {
+        limit,
+        offset,
+        ..RowRange::default()
+    };
+    let rows = permission_rows(reader, session, Window::default(), "options", range)?;
+    let mut title_of = conn.prepare_cached(
+        "SELECT title FROM tool_calls
+         WHERE connection_id = ?1 AND session_id = ?2 AND tool_call_id = ?3",
+    )?;
+    let mut items = Vec::with_capacity(rows.len());
+    for request in rows {
+        let title = match &request.tool_call_id {
+            Some(id) => title_of
+                .query_row(
+                    params![session.connection_id, session.session_id, id],
+                    |r| r.get::<_, Option<String>>(0),
+                )
+                .optional()?
+                .flatten(),
+            None => None,
+        };
+        items.push(PermissionItem { title, request });
+    }
+    Ok(Page {
+        total,
+        offset,
+        items,
+    })
+}
+
+/// Which raw lines a page lists; `None` matches every one.
+#[derive(Debug, Clone, Default)]
+pub struct LineFilter {
+    /// `c2a`, `a2c` or `stderr`.
+    pub direction: Option<String>,
+    /// The JSON-RPC method (a response has its request's).
+    pub method: Option<String>,
+    /// Bytes the line holds, exactly (case-sensitive).
+    pub text: Option<Vec<u8>>,
+}
+
+/// A page of a connection's recorded lines (stderr included), in order.
+pub fn lines(
+    reader: &Reader,
+    connection_id: i64,
+    filter: &LineFilter,
+    offset: i64,
+    limit: i64,
+) -> rusqlite::Result<Page<MessageRow>> {
+    let conn = reader.conn();
+    let condition = "connection_id = ?1 AND (?2 IS NULL OR direction = ?2)
+           AND (?3 IS NULL OR method = ?3) AND (?4 IS NULL OR instr(raw, ?4) > 0)";
+    let filtered = filter.direction.is_some() || filter.method.is_some() || filter.text.is_some();
+    let total = if filtered {
+        conn.prepare_cached(&format!("SELECT count(*) FROM messages WHERE {condition}"))?
+            .query_row(
+                params![connection_id, filter.direction, filter.method, filter.text],
+                |r| r.get(0),
+            )?
+    } else {
+        super::queries::connection_message_count(reader, connection_id, 0..i64::MAX)?
+    };
+    let items = conn
+        .prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE {condition}
+             ORDER BY seq LIMIT ?5 OFFSET ?6"
+        ))?
+        .query_map(
+            params![
+                connection_id,
+                filter.direction,
+                filter.method,
+                filter.text,
+                limit,
+                offset
+            ],
+            message_row,
+        )?
+        .collect::<Result<_, _>>()?;
+    Ok(Page {
+        total,
+        offset,
+        items,
+    })
+}
+
+/// One recorded line of a connection, by its seq.
+pub fn line(reader: &Reader, connection_id: i64, seq: i64) -> rusqlite::Result<Option<MessageRow>> {
+    reader
+        .conn()
+        .prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE connection_id = ?1 AND seq = ?2"
+        ))?
+        .query_row(params![connection_id, seq], message_row)
+        .optional()
+}
+
+/// The methods of a connection's lines, with how many lines each: the choices of a filter.
+pub fn methods(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<(String, i64)>> {
+    reader
+        .conn()
+        .prepare_cached(
+            "SELECT method, count(*) FROM messages
+             WHERE connection_id = ?1 AND method IS NOT NULL GROUP BY method ORDER BY method",
+        )?
+        .query_map([connection_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect()
+}
+
+/// The permission requests about one tool call, in order, with the options offered.
+pub fn permission_requests_of_call(
+    reader: &Reader,
+    session: &SessionRef,
+    tool_call_id: &str,
+) -> rusqlite::Result<Vec<PermissionRow>> {
+    let seqs: Vec<i64> = reader
+        .conn()
+        .prepare_cached(
+            "SELECT request_seq FROM permission_requests
+             WHERE connection_id = ?1 AND session_id = ?2 AND tool_call_id = ?3
+             ORDER BY request_seq",
+        )?
+        .query_map(
+            params![session.connection_id, session.session_id, tool_call_id],
+            |r| r.get(0),
+        )?
+        .collect::<Result<_, _>>()?;
+    let mut rows = Vec::new();
+    for seq in seqs {
+        let range = RowRange {
+            seqs: seq..seq + 1,
+            ..RowRange::default()
+        };
+        rows.extend(permission_rows(
+            reader,
+            session,
+            Window::default(),
+            "options",
+            range,
+        )?);
+    }
+    Ok(rows)
+}

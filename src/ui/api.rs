@@ -1,0 +1,513 @@
+//! The JSON the page reads, and the downloads. Every list is a page (`offset`, `limit`, and the
+//! `total` that matches) so the page can show a window of a 60,000-turn session; every recorded
+//! string is sent as data and cut where a row only needs a preview.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{App, json_response, read};
+use crate::inspect::report::diff::diff_view;
+use crate::inspect::show::{self, Item, TurnView};
+use crate::record::Reader;
+use crate::record::pages::{self, LineFilter, Page, ToolCallFilter};
+use crate::record::queries::{self, SessionRef, SessionSummary, ToolCallRow};
+
+/// A row's preview of a recorded text, in characters.
+const PREVIEW_CHARS: usize = 400;
+/// A string in a detail is cut at this many bytes (a line can be megabytes).
+const DETAIL_BYTES: usize = 1 << 20;
+/// The most items one page may ask for.
+const MAX_PAGE: i64 = 1_000;
+
+/// `text` cut to at most `max` bytes on a character boundary, and whether it was cut.
+fn cut(text: &str, max: usize) -> (&str, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
+}
+
+/// The first `max` characters of `text`.
+fn preview(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+/// Every string in `value` longer than `max` bytes cut, with `…[N more bytes]` after it.
+fn cut_strings(value: &mut Value, max: usize) {
+    match value {
+        Value::String(text) => {
+            let (kept, was_cut) = cut(text, max);
+            if was_cut {
+                *text = format!("{kept}…[{} more bytes]", text.len() - kept.len());
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| cut_strings(v, max)),
+        Value::Object(map) => map.values_mut().for_each(|v| cut_strings(v, max)),
+        _ => {}
+    }
+}
+
+/// A session named exactly: its connection and its id (an id recorded by two connections, a
+/// `session/load`, is two sessions here).
+fn session_ref(
+    reader: &Reader,
+    connection_id: i64,
+    session_id: String,
+) -> anyhow::Result<SessionRef> {
+    let session = SessionRef {
+        connection_id,
+        session_id,
+    };
+    queries::session_summary_of(reader, &session).map_err(|_| {
+        anyhow::anyhow!(
+            "no session {} in connection {connection_id}",
+            session.session_id
+        )
+    })?;
+    Ok(session)
+}
+
+/// The page of a list a request asks for.
+#[derive(Deserialize)]
+pub(super) struct Paging {
+    #[serde(default)]
+    offset: i64,
+    #[serde(default = "default_limit")]
+    limit: i64,
+}
+
+fn default_limit() -> i64 {
+    100
+}
+
+impl Paging {
+    fn offset(&self) -> i64 {
+        self.offset.max(0)
+    }
+    fn limit(&self) -> i64 {
+        self.limit.clamp(1, MAX_PAGE)
+    }
+}
+
+pub(super) async fn sessions(State(app): State<Arc<App>>) -> Response {
+    respond(read(&app, |r| Ok(queries::list_sessions(r, 1000)?)).await)
+}
+
+fn respond(result: Result<impl serde::Serialize, Response>) -> Response {
+    match result {
+        Ok(value) => json_response(value),
+        Err(e) => e,
+    }
+}
+
+/// One session's head: its summary, how many lines its connection recorded, and the methods
+/// of those lines (the raw-line filter's choices).
+pub(super) async fn session(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            let summary: SessionSummary = queries::session_summary_of(r, &session)?;
+            let lines = queries::connection_message_count(r, connection, 0..i64::MAX)?;
+            let methods = pages::methods(r, connection)?;
+            let report_pages =
+                (summary.turns.max(1) as usize).div_ceil(crate::inspect::report::TURNS_PER_PAGE);
+            Ok(json!({
+                "session": summary,
+                "lines": lines,
+                "methods": methods,
+                "report_pages": report_pages,
+            }))
+        })
+        .await,
+    )
+}
+
+/// A turn as a row of the list: what it asked, how it ended, what it did.
+fn turn_row(turn: &TurnView) -> Value {
+    let calls = turn
+        .items
+        .iter()
+        .filter(|i| matches!(i, Item::ToolCall(_)))
+        .count();
+    let failed = turn
+        .items
+        .iter()
+        .filter(|i| matches!(i, Item::ToolCall(c) if c.status.as_deref() == Some("failed")))
+        .count();
+    let permissions = turn
+        .items
+        .iter()
+        .filter(|i| matches!(i, Item::Permission { .. }))
+        .count();
+    json!({
+        "index": turn.index,
+        "prompt": preview(&turn.prompt, PREVIEW_CHARS),
+        "started_at": turn.started_at,
+        "duration_us": turn.duration_us,
+        "stop_reason": turn.stop_reason,
+        "error": turn.error.as_deref().map(|e| preview(e, PREVIEW_CHARS)),
+        "cancel_requested": turn.cancel_requested,
+        "tool_calls": calls,
+        "failed": failed,
+        "permissions": permissions,
+    })
+}
+
+pub(super) async fn turns(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+    Query(paging): Query<Paging>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            let offset = paging.offset();
+            let first = offset as usize;
+            let total = queries::session_summary_of(r, &session)?.turns;
+            let mut items = Vec::new();
+            show::for_each_turn(r, &session, first..first + paging.limit() as usize, |t| {
+                items.push(turn_row(&t))
+            })?;
+            Ok(Page {
+                total,
+                offset,
+                items,
+            })
+        })
+        .await,
+    )
+}
+
+/// A tool call with what a detail shows: its diffs as rows (the report's computation), every
+/// long string cut.
+fn tool_call_detail(call: &ToolCallRow) -> Value {
+    let diffs: Vec<_> = call
+        .content
+        .iter()
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("diff"))
+        .map(diff_view)
+        .collect();
+    let mut value = json!(call);
+    cut_strings(&mut value, DETAIL_BYTES);
+    if let Some(object) = value.as_object_mut() {
+        object.insert("duration_us".into(), json!(call.duration_us()));
+        object.insert("diffs".into(), json!(diffs));
+    }
+    value
+}
+
+/// One whole turn: its prompt, the agent's text, plans, tool calls (with diffs) and decisions.
+pub(super) async fn turn(
+    State(app): State<Arc<App>>,
+    Path((connection, session, index)): Path<(i64, String, usize)>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            let mut found = None;
+            let at = index.max(1) - 1;
+            show::for_each_turn(r, &session, at..at + 1, |t| found = Some(t))?;
+            let turn = found.ok_or_else(|| anyhow::anyhow!("no turn {index}"))?;
+            let items: Vec<Value> = turn
+                .items
+                .iter()
+                .map(|item| match item {
+                    Item::ToolCall(call) => {
+                        let mut value = tool_call_detail(call);
+                        value["type"] = json!("tool_call");
+                        value
+                    }
+                    other => {
+                        let mut value = json!(other);
+                        cut_strings(&mut value, DETAIL_BYTES);
+                        value
+                    }
+                })
+                .collect();
+            let mut value = turn_row(&turn);
+            value["prompt"] = json!(cut(&turn.prompt, DETAIL_BYTES).0);
+            value["error"] = json!(turn.error);
+            value["items"] = json!(items);
+            Ok(value)
+        })
+        .await,
+    )
+}
+
+#[derive(Deserialize)]
+pub(super) struct ToolQuery {
+    status: Option<String>,
+    kind: Option<String>,
+    q: Option<String>,
+}
+
+/// An empty filter value means "any".
+fn given(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.is_empty())
+}
+
+pub(super) async fn tool_calls(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+    Query(paging): Query<Paging>,
+    Query(query): Query<ToolQuery>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            let filter = ToolCallFilter {
+                status: given(query.status),
+                kind: given(query.kind),
+                text: given(query.q),
+            };
+            let page = pages::tool_calls(r, &session, &filter, paging.offset(), paging.limit())?;
+            let items: Vec<Value> = page
+                .items
+                .iter()
+                .map(|call| {
+                    json!({
+                        "tool_call_id": call.tool_call_id,
+                        "title": call.title.as_deref().map(|t| preview(t, PREVIEW_CHARS)),
+                        "kind": call.kind,
+                        "status": call.status,
+                        "first_seen_at": call.first_seen_at,
+                        "duration_us": call.duration_us(),
+                        "paths": call.paths().iter().take(5).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            Ok(Page {
+                total: page.total,
+                offset: page.offset,
+                items,
+            })
+        })
+        .await,
+    )
+}
+
+/// One tool call, whole: content, diffs, arguments and result, and its permission requests.
+pub(super) async fn tool_call(
+    State(app): State<Arc<App>>,
+    Path((connection, session, id)): Path<(i64, String, String)>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            let call = queries::tool_call(r, &session, &id)?
+                .ok_or_else(|| anyhow::anyhow!("no tool call {id}"))?;
+            let mut value = tool_call_detail(&call);
+            value["permissions"] = json!(pages::permission_requests_of_call(r, &session, &id)?);
+            Ok(value)
+        })
+        .await,
+    )
+}
+
+pub(super) async fn permissions(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+    Query(paging): Query<Paging>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            let mut page =
+                pages::permission_requests(r, &session, paging.offset(), paging.limit())?;
+            for item in &mut page.items {
+                item.title = item.title.as_deref().map(|t| preview(t, PREVIEW_CHARS));
+            }
+            Ok(page)
+        })
+        .await,
+    )
+}
+
+#[derive(Deserialize)]
+pub(super) struct LineQuery {
+    direction: Option<String>,
+    method: Option<String>,
+    q: Option<String>,
+}
+
+pub(super) async fn lines(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+    Query(paging): Query<Paging>,
+    Query(query): Query<LineQuery>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            session_ref(r, connection, session)?;
+            let filter = LineFilter {
+                direction: given(query.direction),
+                method: given(query.method),
+                text: given(query.q).map(String::into_bytes),
+            };
+            let page = pages::lines(r, connection, &filter, paging.offset(), paging.limit())?;
+            let items: Vec<Value> = page
+                .items
+                .iter()
+                .map(|m| {
+                    let head = &m.raw[..m.raw.len().min(PREVIEW_CHARS * 4)];
+                    json!({
+                        "seq": m.seq,
+                        "ts": m.ts,
+                        "direction": m.direction,
+                        "kind": m.kind,
+                        "method": m.method,
+                        "size": m.size,
+                        "truncated": m.truncated,
+                        "preview": preview(&String::from_utf8_lossy(head), PREVIEW_CHARS),
+                    })
+                })
+                .collect();
+            Ok(Page {
+                total: page.total,
+                offset: page.offset,
+                items,
+            })
+        })
+        .await,
+    )
+}
+
+/// One raw line, whole up to 1 MiB.
+pub(super) async fn line(
+    State(app): State<Arc<App>>,
+    Path((connection, session, seq)): Path<(i64, String, i64)>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            session_ref(r, connection, session)?;
+            let m =
+                pages::line(r, connection, seq)?.ok_or_else(|| anyhow::anyhow!("no line {seq}"))?;
+            let text = String::from_utf8_lossy(&m.raw);
+            let (kept, was_cut) = cut(&text, DETAIL_BYTES);
+            Ok(json!({
+                "seq": m.seq,
+                "ts": m.ts,
+                "direction": m.direction,
+                "kind": m.kind,
+                "method": m.method,
+                "rpc_id": m.rpc_id,
+                "reply_to_seq": m.reply_to_seq,
+                "size": m.size,
+                "truncated": m.truncated,
+                "origin": m.origin,
+                "forwarded": m.forwarded,
+                "text": kept,
+                "cut": was_cut,
+            }))
+        })
+        .await,
+    )
+}
+
+#[derive(Deserialize)]
+pub(super) struct DownloadQuery {
+    /// The report's page (from 1), for a session longer than one page.
+    #[serde(default)]
+    page: Option<usize>,
+}
+
+/// A session exported as a file, sent as an attachment (never shown under this origin).
+pub(super) async fn download(
+    State(app): State<Arc<App>>,
+    Path((connection, session, file)): Path<(i64, String, String)>,
+    Query(query): Query<DownloadQuery>,
+) -> Response {
+    let result = read(&app, move |r| {
+        let session = session_ref(r, connection, session)?;
+        let (body, content_type) = match file.as_str() {
+            "report.html" => {
+                let page = query.page.unwrap_or(1).max(1) - 1;
+                let per = crate::inspect::report::TURNS_PER_PAGE;
+                let html =
+                    crate::inspect::report::render(r, &session, page * per..(page + 1) * per)?;
+                (html.into_bytes(), "text/html; charset=utf-8")
+            }
+            "transcript.jsonl" => {
+                let mut out = Vec::new();
+                for record in crate::export::transcript::export(r, connection)? {
+                    serde_json::to_writer(&mut out, &record)?;
+                    out.push(b'\n');
+                }
+                (out, "application/x-ndjson")
+            }
+            "trace.ndjson" => {
+                let mut out = String::new();
+                for line in crate::export::trace::export(r, connection)? {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+                (out.into_bytes(), "application/x-ndjson")
+            }
+            "otlp.json" => {
+                let spans = crate::export::spans::session_spans(r, &session, Default::default())?;
+                (crate::export::otlp::to_json(&spans)?, "application/json")
+            }
+            other => anyhow::bail!(
+                "no download {other}: report.html, transcript.jsonl, trace.ndjson or otlp.json"
+            ),
+        };
+        // The file's name: the session id's safe characters only (it is the agent's string).
+        let safe: String = session
+            .session_id
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .take(64)
+            .collect();
+        Ok((
+            body,
+            content_type,
+            format!("acptap-{connection}-{safe}-{file}"),
+        ))
+    })
+    .await;
+    match result {
+        Ok((body, content_type, name)) => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, content_type.to_owned()),
+                (
+                    header::CONTENT_DISPOSITION,
+                    format!("attachment; filename=\"{name}\""),
+                ),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(e) => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_keeps_whole_characters() {
+        assert_eq!(cut("héllo", 2), ("h", true));
+        assert_eq!(cut("héllo", 3), ("hé", true));
+        assert_eq!(cut("hi", 5), ("hi", false));
+        let mut value = json!({"a": ["x".repeat(10)], "b": 3});
+        cut_strings(&mut value, 4);
+        assert_eq!(value["a"][0], "xxxx…[6 more bytes]");
+        assert_eq!(value["b"], 3);
+    }
+}
