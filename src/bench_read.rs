@@ -31,10 +31,11 @@ pub struct ReadReport {
     pub timings: Vec<ReadTiming>,
 }
 
-/// Writes one session of `turns` tool turns as a transcript: a prompt, an edit with a small diff,
-/// its permission request and answer, its completion, the turn's end. Returns the line count.
-/// Written as it goes, so this process stays small (a child's peak RSS starts from its parent's).
-fn session(index: usize, turns: usize, path: &Path) -> anyhow::Result<usize> {
+/// Writes one session (`bench-read-INDEX`) of `turns` tool turns as a transcript: a prompt, an
+/// edit with a small diff, its permission request and answer, its completion, the turn's end.
+/// Returns the line count. Written as it goes, so this process stays small (a child's peak RSS
+/// starts from its parent's). The ui's browser test opens such a session of 60,000 turns.
+pub fn session(index: usize, turns: usize, path: &Path) -> anyhow::Result<usize> {
     use std::io::Write as _;
     let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut count = 0usize;

@@ -13,7 +13,7 @@ use acptap::record::Reader;
 use acptap::record::queries::resolve_session;
 use serde_json::{Value, json};
 
-use crate::util::{SAMPLES, Sandbox, fixture};
+use crate::util::{SAMPLES, Sandbox, fixture, import_hostile_session, import_lines, update};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 /// A page loads in about a second; this only bounds a hang.
@@ -28,24 +28,6 @@ fn render_last(sb: &Sandbox) -> (String, String) {
 }
 
 /// Writes a transcript (`(dir, line)` pairs) in the format of `tests/fixtures` and imports it.
-fn import_lines(sb: &Sandbox, lines: &[(&str, String)]) {
-    let mut text = String::new();
-    for (n, (dir, line)) in lines.iter().enumerate() {
-        let record = json!({"seq": n, "t": n as f64 * 0.01, "dir": dir, "eol": true, "text": line});
-        text.push_str(&record.to_string());
-        text.push('\n');
-    }
-    let path = sb.path("transcript.jsonl");
-    std::fs::write(&path, text).unwrap();
-    sb.acptap(&["import", path.to_str().unwrap()]);
-}
-
-fn update(session: &str, update: Value) -> String {
-    json!({"jsonrpc": "2.0", "method": "session/update",
-           "params": {"sessionId": session, "update": update}})
-    .to_string()
-}
-
 /// The page after Chromium loaded it and ran its script.
 struct Loaded {
     dom: String,
@@ -326,10 +308,6 @@ fn filters_in_the_url_hide_the_rows_that_do_not_match() {
     assert!(dom.contains(&format!(">{shown} of {total} rows shown<")));
 }
 
-const SCRIPT: &str = "<script>alert(1)</script>";
-const BREAKOUT: &str = "\"><img src=x onerror=alert(1)>";
-const PWN: &str = "<img src=x onerror=\"document.body.dataset.pwned=1\">'><svg onload=\"document.body.dataset.pwned=1\"></textarea></pre></details></style><script>document.body.dataset.pwned=1</script>";
-
 /// Tag names and attributes the report may contain: anything else came from a recording.
 const TAGS: &[&str] = &[
     "!doctype", "html", "head", "meta", "title", "style", "script", "body", "header", "h1", "h2",
@@ -416,89 +394,8 @@ fn assert_only_expected_markup(html: &str) {
 
 #[test]
 fn recorded_markup_is_shown_as_text_and_never_runs() {
-    let payload = format!("{SCRIPT}{BREAKOUT}{PWN}");
-    let sid = format!("sess-{BREAKOUT}");
-    let tcid = format!("tc-{SCRIPT}");
-    let p = payload.as_str();
     let sb = Sandbox::new();
-    let c2a = |v: Value| ("c2a", v.to_string());
-    let a2c = |v: Value| ("a2c", v.to_string());
-    import_lines(
-        &sb,
-        &[
-            c2a(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                       "params": {"protocolVersion": 1, "clientInfo": {"name": p}}})),
-            a2c(
-                json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1,
-                       "agentInfo": {"name": p, "version": p}}}),
-            ),
-            c2a(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-                       "params": {"cwd": format!("/tmp/{p}"), "mcpServers": []}})),
-            a2c(json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": sid}})),
-            c2a(
-                json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-                       "params": {"sessionId": sid, "prompt": [{"type": "text", "text": p}]}}),
-            ),
-            (
-                "a2c",
-                update(
-                    &sid,
-                    json!({"sessionUpdate": "agent_message_chunk",
-                                        "content": {"type": "text", "text": p}}),
-                ),
-            ),
-            (
-                "a2c",
-                update(
-                    &sid,
-                    json!({"sessionUpdate": "agent_thought_chunk",
-                                        "content": {"type": "text", "text": p}}),
-                ),
-            ),
-            (
-                "a2c",
-                update(
-                    &sid,
-                    json!({"sessionUpdate": "plan",
-                                        "entries": [{"content": p, "status": p, "priority": "high"}]}),
-                ),
-            ),
-            (
-                "a2c",
-                update(
-                    &sid,
-                    json!({"sessionUpdate": "tool_call", "toolCallId": tcid,
-                                        "title": format!("T1 {p}"), "kind": format!("_{p}"),
-                                        "status": "pending", "rawInput": {"command": p},
-                                        "locations": [{"path": p}]}),
-                ),
-            ),
-            a2c(
-                json!({"jsonrpc": "2.0", "id": 7, "method": "session/request_permission",
-                       "params": {"sessionId": sid, "toolCall": {"toolCallId": tcid},
-                                  "options": [{"optionId": p, "name": format!("N1 {p}"), "kind": "allow_once"},
-                                              {"optionId": "no", "name": "No", "kind": format!("_{p}")}]}}),
-            ),
-            c2a(json!({"jsonrpc": "2.0", "id": 7,
-                       "result": {"outcome": {"outcome": "selected", "optionId": p}}})),
-            (
-                "a2c",
-                update(
-                    &sid,
-                    json!({"sessionUpdate": "tool_call_update", "toolCallId": tcid,
-                                        "status": format!("_{p}"), "rawOutput": format!("OUT {p}"),
-                                        "content": [
-                                            {"type": "content", "content": {"type": "text", "text": p}},
-                                            {"type": "diff", "path": p, "oldText": p, "newText": format!("{p}\n{p}")},
-                                            {"type": p}]}),
-                ),
-            ),
-            a2c(json!({"jsonrpc": "2.0", "method": p, "params": {"sessionId": sid}})),
-            ("stderr", p.to_owned()),
-            ("a2c", format!("not json {p}")),
-            a2c(json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": p}})),
-        ],
-    );
+    let (sid, payload) = import_hostile_session(&sb);
     assert_eq!(
         sb.count("SELECT count(*) FROM tool_calls WHERE title LIKE 'T1 <script>%'"),
         1,

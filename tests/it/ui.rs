@@ -1,13 +1,24 @@
-//! `acptap ui`'s security model, from outside: a real server process, raw HTTP requests.
-//! Without the token, with a foreign Host (DNS rebinding), with a foreign Origin, with a method
-//! that could change something, from a non-loopback address: all refused. With the token:
-//! served, with the cookie and the strict headers.
+//! `acptap ui` from outside: a real server process.
+//!
+//! - Its security model with raw HTTP requests: without the token, with a foreign Host (DNS
+//!   rebinding), with a foreign Origin, with a method that could change something, from a
+//!   non-loopback address: all refused. With the token: served, with the cookie and the strict
+//!   headers.
+//! - The page in headless Chromium, driven over the DevTools protocol by tests/ui/drive.py (the
+//!   venv's Python, installed by .ci/run): a recording made through `acptap run` appearing live,
+//!   its tool calls, a diff, the raw-line filters; the report's XSS corpus shown as text; a
+//!   60,000-turn session opened and scrolled to its end.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 
-use crate::util::{SAMPLES, Sandbox, acptap_bin, fixture};
+use serde_json::{Value, json};
+
+use crate::util::{
+    ClientPlayer, SAMPLES, Sandbox, acptap_bin, example_bin, finish, fixture,
+    import_hostile_session, load_transcript,
+};
 
 struct Ui {
     child: Child,
@@ -141,83 +152,52 @@ fn every_request_needs_the_token_the_host_and_the_origin() {
     }
 }
 
-/// In a real browser (headless Chromium over the DevTools protocol, driven by
-/// tests/ui/drive.py with the venv's Python): the sessions appear, a session's raw lines open,
-/// a session recorded while the page is open appears without a reload, and recorded markup is
-/// shown as text with no script run.
-#[test]
-fn the_page_in_chromium_shows_sessions_lines_and_new_recordings_as_text() {
-    let sb = Sandbox::new();
-    // A transcript whose agent text is markup that would run if rendered as HTML.
-    let attack = r#"<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>"#;
-    let mut text = std::fs::read_to_string(fixture(SAMPLES[0])).unwrap();
-    text = text.replacen(
-        "improve hello.py and leave a marker file",
-        &attack.replace('"', "\\\\\\\""),
-        1,
-    );
-    let xss = sb.path("xss.jsonl");
-    std::fs::write(&xss, text).unwrap();
-    sb.acptap(&["import", xss.to_str().unwrap()]);
-    let ui = start(&sb);
-    let url = format!("http://127.0.0.1:{}/?token={}", ui.port, ui.token);
-    let go = sb.path("go");
-    let python = std::env::var_os("ACPTAP_PHOENIX")
+/// The venv's Python, which has `websockets` for tests/ui/drive.py.
+fn python() -> std::path::PathBuf {
+    std::env::var_os("ACPTAP_PHOENIX")
         .map(|p| std::path::PathBuf::from(p).with_file_name("python"))
         .unwrap_or_else(|| {
             std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
                 .join(".cache/acptap-ci/venv/bin/python")
-        });
-    let step = |name: &str, until: &str, then: &str, wait: bool| {
-        let mut step = serde_json::json!({"name": name, "until": until, "then": then});
-        if wait {
-            step["wait_for_file"] = serde_json::json!(go.to_str().unwrap());
+        })
+}
+
+/// One step of the driver: wait until `until` (JavaScript) is truthy, then run `then`; with
+/// `hold`, wait after it until the test says go (`Browser::go`).
+fn step(name: &str, until: &str, then: &str) -> Value {
+    json!({"name": name, "until": until, "then": then})
+}
+
+/// Runs the driver on `url` with `steps`, handing each finished step (name, value, seconds) to
+/// `each` as it comes; a step with `"hold": true` waits for `each` to return. Returns the
+/// steps.
+fn drive(sb: &Sandbox, url: &str, steps: Vec<Value>, mut each: impl FnMut(&Value)) -> Vec<Value> {
+    let mut args = Vec::new();
+    for (n, mut step) in steps.into_iter().enumerate() {
+        if step.get("hold").is_some() {
+            step["wait_for_file"] = json!(sb.path(&format!("go-{n}")).to_str().unwrap());
         }
-        step.to_string()
-    };
+        args.push(step.to_string());
+    }
+    let python = python();
     let mut driver = Command::new(&python)
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/drive.py"))
         .arg("chromium")
-        .arg(&url)
-        .arg(step(
-            "rows",
-            "document.querySelectorAll('#session-rows tr').length",
-            "document.querySelector('#session-rows tr').click()",
-            false,
-        ))
-        .arg(step(
-            "lines",
-            "document.querySelectorAll('#lines li').length",
-            "",
-            true,
-        ))
-        .arg(step(
-            "live",
-            "document.querySelectorAll('#session-rows tr').length >= 2 && document.querySelectorAll('#session-rows tr').length",
-            "",
-            false,
-        ))
-        .arg(step(
-            "text",
-            "[...document.querySelectorAll('#lines li')].some(li => li.textContent.includes('<img src=x onerror=')) && document.querySelectorAll('#lines img, #lines script').length === 0 && window.__pwned === undefined",
-            "",
-            false,
-        ))
+        .arg(url)
+        .args(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("{}: {e} (bash .ci/run installs it)", python.display()));
     let mut out = BufReader::new(driver.stdout.take().unwrap());
-    let mut steps = Vec::new();
+    let mut done = Vec::new();
     let mut line = String::new();
     while out.read_line(&mut line).unwrap() > 0 {
-        let step: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
-        if step["step"] == "lines" {
-            // Record another session while the page is open.
-            sb.acptap(&["import", fixture(SAMPLES[1]).to_str().unwrap()]);
-            std::fs::write(&go, "").unwrap();
-        }
-        steps.push(step);
+        let finished: Value = serde_json::from_str(line.trim()).unwrap();
+        each(&finished);
+        let n = done.len();
+        std::fs::write(sb.path(&format!("go-{n}")), "").unwrap();
+        done.push(finished);
         line.clear();
     }
     let status = driver.wait().unwrap();
@@ -229,23 +209,179 @@ fn the_page_in_chromium_shows_sessions_lines_and_new_recordings_as_text() {
         .read_to_string(&mut stderr)
         .unwrap();
     assert!(status.success(), "the driver failed: {stderr}");
-    let value = |name: &str| {
-        steps
-            .iter()
-            .find(|s| s["step"] == name)
-            .map(|s| s["value"].clone())
-            .unwrap_or_default()
-    };
-    assert_eq!(value("rows"), 1, "{steps:?}");
-    assert!(value("lines").as_u64().unwrap_or(0) > 40, "{steps:?}");
-    assert_eq!(
-        value("live"),
-        2,
-        "the new session did not appear: {steps:?}"
+    done
+}
+
+fn value(steps: &[Value], name: &str) -> Value {
+    steps
+        .iter()
+        .find(|s| s["step"] == name)
+        .map(|s| s["value"].clone())
+        .unwrap_or_default()
+}
+
+/// The number of `selector` in the page, in JavaScript.
+fn count(selector: &str) -> String {
+    format!("document.querySelectorAll({selector:?}).length")
+}
+
+/// Sets a filter's value as a user would (the page listens to `input`).
+fn set(id: &str, to: &str) -> String {
+    format!(
+        "(() => {{ const e = document.getElementById({id:?}); e.value = {to:?}; \
+         e.dispatchEvent(new Event('input')); }})()"
+    )
+}
+
+/// The list of `tab` is shown, with every page it asked for.
+fn loaded(tab: &str) -> String {
+    format!("!!document.querySelector('#list[data-list={tab}][aria-busy=false]')")
+}
+
+/// The list of `tab` is shown, and has `n` rows.
+fn rows_are(tab: &str, n: usize) -> String {
+    format!("{} && {} === {n}", loaded(tab), count("#list .row"))
+}
+
+/// A sample recorded through `acptap run` while the page is open: the live session appears,
+/// its first tool calls, then the rest as they are recorded; the edit's diff opens with the
+/// recorded lines; the raw lines filter by direction and method, and by text.
+#[test]
+fn a_recording_appears_live_with_its_tool_calls_diff_and_filtered_lines() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[4]).to_str().unwrap()]);
+    let ui = start(&sb);
+    let url = format!("http://127.0.0.1:{}/?token={}", ui.port, ui.token);
+    let sample = fixture(SAMPLES[0]);
+    let records = load_transcript(&sample);
+    // What the edit's diff adds, as recorded.
+    let edit: Value = serde_json::from_slice(&records[23].bytes).unwrap();
+    let diff = &edit["params"]["update"]["content"][0];
+    assert_eq!(diff["type"], "diff", "{edit}");
+    let old: Vec<&str> = diff["oldText"].as_str().unwrap().lines().collect();
+    let added: Vec<String> = diff["newText"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .filter(|l| !old.contains(l))
+        .map(str::to_owned)
+        .collect();
+    assert!(!added.is_empty());
+    let permission_lines = records
+        .iter()
+        .filter(|r| {
+            r.dir == "a2c"
+                && String::from_utf8_lossy(&r.bytes).contains("\"session/request_permission\"")
+        })
+        .count();
+
+    let peer = example_bin("peer");
+    let mut proxy = sb.proxy(
+        &[],
+        &[
+            peer.as_os_str(),
+            std::ffi::OsStr::new("script"),
+            sample.as_os_str(),
+        ],
     );
+    let mut client = Some(ClientPlayer::new(&mut proxy));
+    let live_row = "#session-rows tr.state-live a";
+    let steps = vec![
+        json!({"name": "listed", "until": count("#session-rows tr"), "hold": true}),
+        step(
+            "live",
+            &format!("document.querySelector({live_row:?})?.textContent"),
+            &format!("document.querySelector({live_row:?}).click()"),
+        ),
+        step(
+            "turn",
+            &rows_are("turns", 1),
+            "location.hash = location.hash.replace(/turns$/, 'tools')",
+        ),
+        json!({"name": "first tools", "until": rows_are("tools", 3), "hold": true}),
+        step(
+            "all tools",
+            &rows_are("tools", 4),
+            "[...document.querySelectorAll('#list .row')].find(r => r.querySelector('.c-kind').textContent === 'edit').click()",
+        ),
+        step(
+            "diff",
+            "[...document.querySelectorAll('#detail table.diff tr.add td.code')].map(td => td.textContent)",
+            "location.hash = location.hash.replace(/tools$/, 'lines')",
+        ),
+        step(
+            "lines",
+            &format!(
+                "{} && document.getElementById('f-count').textContent",
+                loaded("lines")
+            ),
+            &format!(
+                "{}; {}",
+                set("f-direction", "a2c"),
+                set("f-method", "session/request_permission")
+            ),
+        ),
+        step(
+            "filtered",
+            &format!(
+                "{} && [...document.querySelectorAll('#list .row')].every(r => r.classList.contains('dir-a2c') && r.querySelector('.c-method').textContent === 'session/request_permission') && {}",
+                loaded("lines"),
+                count("#list .row")
+            ),
+            &format!(
+                "{}; {}; {}",
+                set("f-direction", ""),
+                set("f-method", ""),
+                set("f-text", "hello.py")
+            ),
+        ),
+        step(
+            "searched",
+            &format!(
+                "{} && document.getElementById('f-count').textContent",
+                loaded("lines")
+            ),
+            "",
+        ),
+    ];
+    let steps = drive(&sb, &url, steps, |done| {
+        if done["step"] == "listed" {
+            // Record the sample up to its first permission request: the agent (a script) has
+            // sent its first three tool calls, and waits for the answer.
+            client.as_mut().unwrap().play(&records[..18]);
+        } else if done["step"] == "first tools" {
+            client.as_mut().unwrap().play(&records[18..]);
+        }
+    });
+    client.take().unwrap().finish();
+    assert!(
+        finish(proxy, std::time::Duration::from_secs(10))
+            .status
+            .success()
+    );
+
+    assert_eq!(value(&steps, "listed"), 1, "{steps:?}");
     assert_eq!(
-        value("text"),
-        true,
-        "markup was not shown as text: {steps:?}"
+        value(&steps, "live"),
+        "f2e2e388-b7af-4f86-8962-244a44037f29",
+        "the live session: {steps:?}"
+    );
+    assert_eq!(value(&steps, "first tools"), true, "{steps:?}");
+    assert_eq!(value(&steps, "all tools"), true, "{steps:?}");
+    assert_eq!(value(&steps, "diff"), json!(added), "{steps:?}");
+    assert_eq!(
+        value(&steps, "lines"),
+        format!("{} row(s)", records.len()),
+        "{steps:?}"
+    );
+    assert_eq!(value(&steps, "filtered"), permission_lines, "{steps:?}");
+    let with_name = records
+        .iter()
+        .filter(|r| String::from_utf8_lossy(&r.bytes).contains("hello.py"))
+        .count();
+    assert_eq!(
+        value(&steps, "searched"),
+        format!("{with_name} row(s)"),
+        "{steps:?}"
     );
 }

@@ -11,6 +11,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
+use serde_json::{Value, json};
 
 pub fn acptap_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_acptap"))
@@ -320,4 +321,117 @@ impl ClientPlayer {
             "unexpected bytes after the transcript: {rest:?}"
         );
     }
+}
+
+pub const SCRIPT: &str = "<script>alert(1)</script>";
+pub const BREAKOUT: &str = "\"><img src=x onerror=alert(1)>";
+pub const PWN: &str = "<img src=x onerror=\"document.body.dataset.pwned=1\">'><svg onload=\"document.body.dataset.pwned=1\"></textarea></pre></details></style><script>document.body.dataset.pwned=1</script>";
+
+/// Imports lines (`dir`, text) as one transcript.
+pub fn import_lines(sb: &Sandbox, lines: &[(&str, String)]) {
+    let mut text = String::new();
+    for (n, (dir, line)) in lines.iter().enumerate() {
+        let record = json!({"seq": n, "t": n as f64 * 0.01, "dir": dir, "eol": true, "text": line});
+        text.push_str(&record.to_string());
+        text.push('\n');
+    }
+    let path = sb.path("transcript.jsonl");
+    std::fs::write(&path, text).unwrap();
+    sb.acptap(&["import", path.to_str().unwrap()]);
+}
+
+/// A `session/update` notification.
+pub fn update(session: &str, update: Value) -> String {
+    json!({"jsonrpc": "2.0", "method": "session/update",
+           "params": {"sessionId": session, "update": update}})
+    .to_string()
+}
+
+/// The XSS corpus every view is tried with: a session whose every recorded string (ids, names,
+/// prompt, agent text, plan, tool call, options, diff, stderr, an unparsable line) is markup
+/// that would run if put in a page as HTML. Returns its session id and the payload.
+pub fn import_hostile_session(sb: &Sandbox) -> (String, String) {
+    let payload = format!("{SCRIPT}{BREAKOUT}{PWN}");
+    let sid = format!("sess-{BREAKOUT}");
+    let tcid = format!("tc-{SCRIPT}");
+    let p = payload.as_str();
+    let c2a = |v: Value| ("c2a", v.to_string());
+    let a2c = |v: Value| ("a2c", v.to_string());
+    import_lines(
+        sb,
+        &[
+            c2a(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                       "params": {"protocolVersion": 1, "clientInfo": {"name": p}}})),
+            a2c(
+                json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1,
+                       "agentInfo": {"name": p, "version": p}}}),
+            ),
+            c2a(json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                       "params": {"cwd": format!("/tmp/{p}"), "mcpServers": []}})),
+            a2c(json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": sid}})),
+            c2a(
+                json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                       "params": {"sessionId": sid, "prompt": [{"type": "text", "text": p}]}}),
+            ),
+            (
+                "a2c",
+                update(
+                    &sid,
+                    json!({"sessionUpdate": "agent_message_chunk",
+                                        "content": {"type": "text", "text": p}}),
+                ),
+            ),
+            (
+                "a2c",
+                update(
+                    &sid,
+                    json!({"sessionUpdate": "agent_thought_chunk",
+                                        "content": {"type": "text", "text": p}}),
+                ),
+            ),
+            (
+                "a2c",
+                update(
+                    &sid,
+                    json!({"sessionUpdate": "plan",
+                                        "entries": [{"content": p, "status": p, "priority": "high"}]}),
+                ),
+            ),
+            (
+                "a2c",
+                update(
+                    &sid,
+                    json!({"sessionUpdate": "tool_call", "toolCallId": tcid,
+                                        "title": format!("T1 {p}"), "kind": format!("_{p}"),
+                                        "status": "pending", "rawInput": {"command": p},
+                                        "locations": [{"path": p}]}),
+                ),
+            ),
+            a2c(
+                json!({"jsonrpc": "2.0", "id": 7, "method": "session/request_permission",
+                       "params": {"sessionId": sid, "toolCall": {"toolCallId": tcid},
+                                  "options": [{"optionId": p, "name": format!("N1 {p}"), "kind": "allow_once"},
+                                              {"optionId": "no", "name": "No", "kind": format!("_{p}")}]}}),
+            ),
+            c2a(json!({"jsonrpc": "2.0", "id": 7,
+                       "result": {"outcome": {"outcome": "selected", "optionId": p}}})),
+            (
+                "a2c",
+                update(
+                    &sid,
+                    json!({"sessionUpdate": "tool_call_update", "toolCallId": tcid,
+                                        "status": format!("_{p}"), "rawOutput": format!("OUT {p}"),
+                                        "content": [
+                                            {"type": "content", "content": {"type": "text", "text": p}},
+                                            {"type": "diff", "path": p, "oldText": p, "newText": format!("{p}\n{p}")},
+                                            {"type": p}]}),
+                ),
+            ),
+            a2c(json!({"jsonrpc": "2.0", "method": p, "params": {"sessionId": sid}})),
+            ("stderr", p.to_owned()),
+            ("a2c", format!("not json {p}")),
+            a2c(json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": p}})),
+        ],
+    );
+    (sid, payload)
 }

@@ -66,15 +66,17 @@ class VirtualList {
     return $("follow").checked;
   }
 
-  /// Shows the list of `source(offset, limit)`, from its start.
-  show(source) {
+  /// Shows the list of `source(offset, limit)`, from its start; `name` says which (the tab).
+  show(source, name) {
     this.source = source;
+    this.element.dataset.list = name;
     this.generation += 1;
     this.pages.clear();
     this.loading.clear();
     this.total = 0;
     this.selected = null;
     this.element.scrollTop = 0;
+    $("f-count").textContent = "";
     this.load(0);
   }
 
@@ -94,6 +96,7 @@ class VirtualList {
   async load(page) {
     if (this.loading.has(page) || this.pages.has(page)) return;
     this.loading.add(page);
+    this.element.setAttribute("aria-busy", "true");
     const generation = this.generation;
     try {
       const answer = await this.source(page * PAGE, PAGE);
@@ -113,6 +116,8 @@ class VirtualList {
       if (generation === this.generation) $("f-count").textContent = String(error.message);
     } finally {
       this.loading.delete(page);
+      // Tests (and assistive technology) wait for this: every page asked for has arrived.
+      if (generation === this.generation && this.loading.size === 0) this.element.setAttribute("aria-busy", "false");
     }
   }
 
@@ -246,8 +251,9 @@ async function openSession(connection, session, tab) {
     $("session-head").replaceChildren();
     $("detail").replaceChildren(el("p", { class: "hint" }, "Select a row."));
   }
+  $("list").setAttribute("aria-busy", "true");
   await loadHead(!same);
-  list.show(sourceFor(tab));
+  list.show(sourceFor(tab), tab);
 }
 
 async function loadHead(first) {
@@ -483,7 +489,7 @@ async function route() {
 
 for (const id of ["s-filter", "s-since", "s-state"]) $(id).addEventListener("input", renderSessions);
 for (const id of ["f-status", "f-kind", "f-tool-text", "f-direction", "f-method", "f-text"]) {
-  $(id).addEventListener("input", () => current && list.show(sourceFor(current.tab)));
+  $(id).addEventListener("input", () => current && list.show(sourceFor(current.tab), current.tab));
 }
 $("follow").addEventListener("change", () => list.refresh());
 window.addEventListener("hashchange", route);
