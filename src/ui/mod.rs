@@ -258,6 +258,8 @@ fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/assets/{name}", get(page))
+        // No icon: an empty answer, so the browser does not log a failed request.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/sessions", get(api::sessions))
         .route("/api/sessions/{connection}/{session}", get(api::session))
         .route(

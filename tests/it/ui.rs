@@ -385,3 +385,112 @@ fn a_recording_appears_live_with_its_tool_calls_diff_and_filtered_lines() {
         "{steps:?}"
     );
 }
+
+/// The console of a finished drive: nothing but what the test expects is allowed in it.
+fn console(steps: &[Value]) -> Vec<String> {
+    value(steps, "console")
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|v| v.as_str().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The report's XSS corpus (every recorded string is markup) through every page: each string
+/// reads as text, no element is made from it, no script runs, and the page logs nothing (a CSP
+/// violation would be logged: escaping alone must hold).
+#[test]
+fn recorded_markup_is_text_on_every_page() {
+    let sb = Sandbox::new();
+    let (sid, payload) = import_hostile_session(&sb);
+    let ui = start(&sb);
+    let url = format!("http://127.0.0.1:{}/?token={}", ui.port, ui.token);
+    let detail =
+        |selector: &str| format!("document.querySelector('#detail {selector}')?.textContent");
+    let steps = vec![
+        step(
+            "listed",
+            "document.querySelector('#session-rows tr a')?.textContent",
+            "document.querySelector('#session-rows tr a').click()",
+        ),
+        step(
+            "turns",
+            &rows_are("turns", 1),
+            "document.querySelector('#list .row').click()",
+        ),
+        step("prompt", &detail(".row.prompt pre"), ""),
+        step(
+            "agent text",
+            &detail(".row.say pre"),
+            "location.hash = location.hash.replace(/turns$/, 'tools')",
+        ),
+        step(
+            "tools",
+            &rows_are("tools", 1),
+            "document.querySelector('#list .row').click()",
+        ),
+        step("tool title", &detail(".tool-call strong"), ""),
+        step(
+            "diff",
+            "[...document.querySelectorAll('#detail table.diff td.code')].map(td => td.textContent)",
+            "location.hash = location.hash.replace(/tools$/, 'permissions')",
+        ),
+        step(
+            "permissions",
+            &rows_are("permissions", 1),
+            "document.querySelector('#list .row').click()",
+        ),
+        step(
+            "option",
+            &detail(".options li"),
+            "location.hash = location.hash.replace(/permissions$/, 'lines')",
+        ),
+        step(
+            "stderr",
+            &format!(
+                "{} && [...document.querySelectorAll('#list .row.dir-stderr .c-text')].map(e => e.textContent)[0]",
+                loaded("lines")
+            ),
+            "",
+        ),
+        step(
+            "clean",
+            "document.querySelectorAll('img, svg, iframe, object, embed, style').length === 0 \
+             && document.querySelectorAll('script').length === 1 \
+             && document.documentElement.dataset.pwned === undefined \
+             && document.body.dataset.pwned === undefined",
+            "",
+        ),
+    ];
+    let steps = drive(&sb, &url, steps, |_| {});
+    assert_eq!(value(&steps, "listed"), sid, "{steps:?}");
+    assert_eq!(value(&steps, "prompt"), payload, "{steps:?}");
+    assert_eq!(value(&steps, "agent text"), payload, "{steps:?}");
+    assert_eq!(
+        value(&steps, "tool title"),
+        format!("T1 {payload}"),
+        "{steps:?}"
+    );
+    // The diff of `payload` into two lines of it: the old line kept, one added.
+    assert_eq!(
+        value(&steps, "diff"),
+        json!([payload, payload]),
+        "{steps:?}"
+    );
+    assert!(
+        value(&steps, "option")
+            .as_str()
+            .is_some_and(|o| o.starts_with(&format!("N1 {payload}"))),
+        "{steps:?}"
+    );
+    // A raw line as read, its line ending included.
+    assert_eq!(value(&steps, "stderr"), format!("{payload}\n"), "{steps:?}");
+    assert_eq!(
+        value(&steps, "clean"),
+        true,
+        "an element was made or a script ran: {steps:?}"
+    );
+    assert_eq!(console(&steps), Vec::<String>::new(), "the page logged");
+}
