@@ -494,3 +494,114 @@ fn recorded_markup_is_text_on_every_page() {
     );
     assert_eq!(console(&steps), Vec::<String>::new(), "the page logged");
 }
+
+/// A 60,000-turn session (360,004 lines, the read benchmark's session) opens, scrolls to its
+/// last turn, shows that turn whole, and filters its raw lines (the requests for permission:
+/// method and direction, as a response carries its request's method), with never more than a
+/// screenful of rows in the page. How long the opening took is printed (a figure for
+/// docs/performance.md, not an assertion).
+#[test]
+fn a_sixty_thousand_turn_session_opens_and_scrolls_to_its_end() {
+    let sb = Sandbox::new();
+    let transcript = sb.path("long.jsonl");
+    let lines = acptap::bench_read::session(0, 60_000, &transcript).unwrap();
+    sb.acptap(&["import", transcript.to_str().unwrap()]);
+    let ui = start(&sb);
+    let url = format!(
+        "http://127.0.0.1:{}/?token={}#/s/1/bench-read-0/turns",
+        ui.port, ui.token
+    );
+    let row = |index: usize| format!("#list .row[data-index='{index}']:not(.loading)");
+    let steps = vec![
+        step(
+            "opened",
+            &format!(
+                "{} && document.getElementById('f-count').textContent",
+                loaded("turns")
+            ),
+            "document.getElementById('list').scrollTop = 1e9",
+        ),
+        step(
+            "end",
+            &format!("document.querySelector({:?})?.textContent", row(59_999)),
+            &format!("document.querySelector({:?}).click()", row(59_999)),
+        ),
+        step(
+            "last turn",
+            "document.querySelector('#detail table.diff') && document.querySelector('#detail h3').textContent",
+            "",
+        ),
+        step(
+            "rows in the page",
+            &count("#list .row"),
+            "location.hash = location.hash.replace(/turns$/, 'lines')",
+        ),
+        step(
+            "lines",
+            &format!(
+                "{} && document.getElementById('f-count').textContent",
+                loaded("lines")
+            ),
+            &format!(
+                "{}; {}",
+                set("f-method", "session/request_permission"),
+                set("f-direction", "a2c")
+            ),
+        ),
+        step(
+            "permission lines",
+            &format!(
+                "{} && document.getElementById('f-count').textContent",
+                loaded("lines")
+            ),
+            "",
+        ),
+    ];
+    let steps = drive(&sb, &url, steps, |_| {});
+    eprintln!(
+        "a 60,000-turn session: opened in {} s, scrolled to its end in {} s (debug build)",
+        steps[0]["seconds"], steps[1]["seconds"]
+    );
+    assert_eq!(value(&steps, "opened"), "60,000 row(s)", "{steps:?}");
+    assert!(
+        value(&steps, "end")
+            .as_str()
+            .is_some_and(|t| t.starts_with("#60000")),
+        "{steps:?}"
+    );
+    assert!(
+        value(&steps, "last turn")
+            .as_str()
+            .is_some_and(|t| t.starts_with("Turn 60000 end_turn")),
+        "{steps:?}"
+    );
+    let in_page = value(&steps, "rows in the page").as_u64().unwrap();
+    assert!(
+        (1..100).contains(&in_page),
+        "{in_page} rows in the page: the list is not virtualised"
+    );
+    assert_eq!(
+        value(&steps, "lines"),
+        format!("{} row(s)", group(lines)),
+        "{steps:?}"
+    );
+    assert_eq!(
+        value(&steps, "permission lines"),
+        "60,000 row(s)",
+        "{steps:?}"
+    );
+    assert_eq!(console(&steps), Vec::<String>::new(), "the page logged");
+}
+
+/// `n` with thousands separators, as the page writes it (en-US).
+fn group(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
