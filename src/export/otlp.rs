@@ -376,12 +376,18 @@ fn resource() -> Resource {
 pub fn to_json(spans: &[Span]) -> serde_json::Result<Vec<u8>> {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
-    let request = ExportTraceServiceRequest {
+    let mut request = ExportTraceServiceRequest {
         resource_spans: group_spans_by_resource_and_scope(
             spans.iter().map(span_data).collect(),
             &(&resource()).into(),
         ),
     };
+    // The resource's attributes come out of a hash map: in key order, the same file each time.
+    for resource_spans in &mut request.resource_spans {
+        if let Some(resource) = &mut resource_spans.resource {
+            resource.attributes.sort_by(|a, b| a.key.cmp(&b.key));
+        }
+    }
     serde_json::to_vec(&request)
 }
 

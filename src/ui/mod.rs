@@ -295,6 +295,7 @@ fn router(app: Arc<App>) -> Router {
             get(api::download),
         )
         .route("/api/events", get(events))
+        .fallback(|| async { refuse(StatusCode::NOT_FOUND, "no such page") })
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app)
 }

@@ -605,3 +605,130 @@ fn group(n: usize) -> String {
     }
     out
 }
+
+/// The JSON endpoints and the downloads, by raw HTTP with the cookie: each download is an
+/// attachment whose content is what the matching command writes; bad input (an unknown session
+/// or tool call, a page too large, a malformed number, a path trick) is refused with a status,
+/// never a crash, and the server still answers after it.
+#[test]
+fn downloads_are_the_exports_and_bad_requests_are_refused() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let ui = start(&sb);
+    let at = format!("127.0.0.1:{}", ui.port);
+    let get = |path: &str| {
+        let (status, answer) = request(
+            &at,
+            &format!(
+                "GET {path} HTTP/1.1\r\nHost: {at}\r\nCookie: acptap_ui={}\r\nConnection: close\r\n\r\n",
+                ui.token
+            ),
+        );
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        (status, head.to_ascii_lowercase(), body.to_owned())
+    };
+    let sid = "f2e2e388-b7af-4f86-8962-244a44037f29";
+    let base = format!("/api/sessions/1/{sid}");
+    let exported = |format: &str| {
+        let out = sb.acptap(&["export", "--format", format, sid]);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+
+    let (status, head, body) = get(&format!("{base}/download/transcript.jsonl"));
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.contains(&format!(
+            "content-disposition: attachment; filename=\"acptap-1-{sid}-transcript.jsonl\""
+        )),
+        "{head}"
+    );
+    assert_eq!(body, exported("jsonl"));
+    let (_, _, body) = get(&format!("{base}/download/trace.ndjson"));
+    assert_eq!(body, exported("trace"));
+    let (_, head, body) = get(&format!("{base}/download/otlp.json"));
+    assert!(head.contains("content-type: application/json"), "{head}");
+    assert_eq!(format!("{body}\n"), exported("otlp-json"));
+    // OTLP/JSON as the protocol's own types read it: every span of the session.
+    let request: opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest =
+        serde_json::from_str(&body).unwrap();
+    let spans: Vec<_> = request
+        .resource_spans
+        .iter()
+        .flat_map(|r| &r.scope_spans)
+        .flat_map(|s| &s.spans)
+        .collect();
+    let summary: Value =
+        serde_json::from_slice(&sb.acptap(&["show", "--json", sid]).stdout).unwrap();
+    let turns = summary["turns"].as_array().unwrap().len();
+    assert_eq!(
+        spans
+            .iter()
+            .filter(|s| s.name.starts_with("invoke_agent"))
+            .count(),
+        turns,
+        "{spans:?}"
+    );
+    assert_eq!(
+        spans
+            .iter()
+            .filter(|s| s.name.starts_with("execute_tool"))
+            .count(),
+        4
+    );
+    let (status, head, body) = get(&format!("{base}/download/report.html"));
+    assert_eq!(status, 200);
+    assert!(head.contains("content-type: text/html"), "{head}");
+    assert!(
+        head.contains("attachment"),
+        "a report must not open under the ui's origin"
+    );
+    assert!(body.starts_with("<!DOCTYPE html>"), "{}", &body[..100]);
+
+    // The lists: pages, clamped.
+    let (status, _, body) = get(&format!("{base}/lines?offset=40&limit=5"));
+    assert_eq!(status, 200);
+    let page: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(page["total"], 49);
+    assert_eq!(page["items"].as_array().unwrap().len(), 5);
+    assert_eq!(page["items"][0]["seq"], 40);
+    let (_, _, body) = get(&format!("{base}/lines?offset=-7&limit=100000000"));
+    let page: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        (
+            page["offset"].clone(),
+            page["items"].as_array().unwrap().len()
+        ),
+        (json!(0), 49)
+    );
+    let (_, _, body) = get(&format!("{base}/tools/call_s1_0_sAL3IRAc"));
+    let call: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        call["diffs"][0]["path"], "/home/user/project/hello.py",
+        "{call}"
+    );
+    assert_eq!(call["permissions"].as_array().unwrap().len(), 1, "{call}");
+
+    // Refused, each with a status and a reason.
+    for (path, expected) in [
+        ("/api/sessions/1/nope".to_owned(), 404),
+        ("/api/sessions/2/".to_owned() + sid, 404),
+        (format!("{base}/tools/nope"), 404),
+        (format!("{base}/turns/999"), 404),
+        (format!("{base}/lines/999999"), 404),
+        (format!("{base}/lines?limit=abc"), 400),
+        (format!("{base}/turns/-1"), 400),
+        ("/api/sessions/x/y".to_owned(), 400),
+        (format!("{base}/download/..%2f..%2fetc%2fpasswd"), 404),
+        (format!("{base}/download/report.exe"), 404),
+        ("/assets/..%2f..%2fCargo.toml".to_owned(), 404),
+        ("/assets/../mod.rs".to_owned(), 404),
+        ("/nothing".to_owned(), 404),
+    ] {
+        let (status, head, body) = get(&path);
+        assert_eq!(status, expected, "{path}: {head}\n{body}");
+        assert!(!body.is_empty(), "{path}: a refusal says why");
+    }
+    let (status, _, _) = get("/api/sessions");
+    assert_eq!(status, 200, "the server still answers");
+}
