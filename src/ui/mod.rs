@@ -197,7 +197,8 @@ async fn events(State(app): State<Arc<App>>) -> Response {
     let (tx, rx) = tokio::sync::mpsc::channel::<String>(4);
     tokio::spawn(async move {
         let mut last = -1;
-        loop {
+        // Until the page goes away (the body stream, and so the receiver, is dropped).
+        while !tx.is_closed() {
             let db = db.clone();
             let count = tokio::task::spawn_blocking(move || {
                 Reader::open(&db)

@@ -276,13 +276,22 @@ async function loadHead(first) {
     const methods = head.methods.map(([method, count]) => el("option", { value: method }, `${method} (${count})`));
     $("f-method").replaceChildren(el("option", { value: "" }, "any method"), ...methods);
     const download = (file, label, extra = "") => el("a", { href: `${current.base}/download/${file}${extra}`, download: "" }, label);
-    const reports = [];
-    for (let page = 1; page <= head.report_pages; page++) {
-      reports.push(download("report.html", head.report_pages > 1 ? `report ${page}/${head.report_pages}` : "HTML report", `?page=${page}`));
+    // The report is paged like `acptap report` (1,000 turns a file): one link, and a choice of
+    // page when there is more than one.
+    const report = download("report.html", "HTML report", "?page=1");
+    const pages = [];
+    for (let page = 1; page <= head.report_pages && head.report_pages > 1; page++) {
+      const first = (page - 1) * 1000 + 1;
+      pages.push(el("option", { value: page }, `turns ${first}–${Math.min(page * 1000, s.turns)}`));
     }
+    const choice = pages.length
+      ? el("select", { id: "report-page", title: "which turns the report holds", oninput: (event) => {
+          report.href = `${current.base}/download/report.html?page=${event.target.value}`;
+        } }, pages)
+      : null;
     $("downloads").replaceChildren(
       el("span", { class: "hint" }, "download: "),
-      ...reports,
+      el("span", {}, report, choice ? " " : null, choice),
       download("transcript.jsonl", "transcript (JSONL)"),
       download("trace.ndjson", "trace (conductor NDJSON)"),
       download("otlp.json", "OpenTelemetry (OTLP/JSON)"),
