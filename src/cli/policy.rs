@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use super::{DbArgs, print, print_json};
 use crate::policy::{Context, Decision, DecisionInput, Policy, Verdict};
-use crate::protocol::toolcall::{self, ToolCall};
 use crate::record::queries::{self, RecordedPermission};
 
 #[derive(Debug, Args)]
@@ -219,43 +218,15 @@ fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
 fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replayed> {
     let message: Value = serde_json::from_slice(&recorded.request).ok()?;
     let params = message.get("params")?;
-    let recorded_input = recorded
-        .policy_input
-        .as_deref()
-        .and_then(|text| serde_json::from_str::<DecisionInput>(text).ok());
-    let source = if recorded_input.is_some() {
-        "recorded"
-    } else {
-        "reconstructed"
-    };
-    let input = match recorded_input {
-        // Exactly what the live policy decided on.
-        Some(input) => input,
-        // Recorded without a policy: the tool call as it stood when the request came.
-        None => {
-            let mut known: Option<ToolCall> = None;
-            for line in &recorded.earlier_updates {
-                let Some(update) = crate::protocol::message::decode(line) else {
-                    continue;
-                };
-                if let Some((update, how)) =
-                    update.get("params").and_then(toolcall::from_session_update)
-                {
-                    ToolCall::upsert(&mut known, update, how);
-                }
-            }
-            let cwd = recorded.cwd.as_deref().map(std::path::Path::new);
-            DecisionInput::new(
-                params,
-                known.as_ref(),
-                Context {
-                    cwd,
-                    agent: recorded.agent_name.as_deref(),
-                },
-                None,
-            )
-        }
-    };
+    let (input, source) = DecisionInput::of_recorded(
+        params,
+        recorded.policy_input.as_deref(),
+        &recorded.earlier_updates,
+        Context {
+            cwd: recorded.cwd.as_deref().map(std::path::Path::new),
+            agent: recorded.agent_name.as_deref(),
+        },
+    );
     let verdict = policy.decide_input(&input, params.get("options"));
     let state = input.tool_call.as_ref();
     let field = |name: &str| {

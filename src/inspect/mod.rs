@@ -63,6 +63,35 @@ pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
+/// `text` cut to at most `max` bytes on a character boundary, and whether it was cut.
+pub fn cut_text(text: &str, max: usize) -> (&str, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
+}
+
+/// Every string in `value` longer than `max` bytes cut, with `…[N more bytes]` after it: a
+/// recorded value sized for a page or a model, its structure kept.
+pub fn cut_json_strings(value: &mut serde_json::Value, max: usize) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => {
+            let (kept, was_cut) = cut_text(text, max);
+            if was_cut {
+                *text = format!("{kept}…[{} more bytes]", text.len() - kept.len());
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| cut_json_strings(v, max)),
+        Value::Object(map) => map.values_mut().for_each(|v| cut_json_strings(v, max)),
+        _ => {}
+    }
+}
+
 pub fn one_line(text: &str, max: usize) -> String {
     let flat: String = text
         .chars()
@@ -147,6 +176,17 @@ pub fn render_tools(rows: &[ToolCallRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_keeps_whole_characters_and_says_how_much_is_gone() {
+        assert_eq!(cut_text("héllo", 2), ("h", true));
+        assert_eq!(cut_text("héllo", 3), ("hé", true));
+        assert_eq!(cut_text("hi", 5), ("hi", false));
+        let mut value = serde_json::json!({"a": ["x".repeat(10)], "b": 3});
+        cut_json_strings(&mut value, 4);
+        assert_eq!(value["a"][0], "xxxx…[6 more bytes]");
+        assert_eq!(value["b"], 3);
+    }
 
     #[test]
     fn formats_times_and_durations() {

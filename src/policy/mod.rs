@@ -97,6 +97,36 @@ pub struct DecisionInput {
 }
 
 impl DecisionInput {
+    /// The input a recorded request is decided again on: the live decision's own input when
+    /// one was recorded (`recorded`), else rebuilt from the request's params and the agent's
+    /// earlier `session/update` lines about its tool call (`reconstructed`).
+    pub fn of_recorded(
+        params: &Value,
+        recorded_input: Option<&str>,
+        earlier_updates: &[Vec<u8>],
+        context: Context,
+    ) -> (DecisionInput, &'static str) {
+        if let Some(input) = recorded_input.and_then(|text| serde_json::from_str(text).ok()) {
+            return (input, "recorded");
+        }
+        let mut known: Option<ToolCall> = None;
+        for line in earlier_updates {
+            let Some(update) = crate::protocol::message::decode(line) else {
+                continue;
+            };
+            if let Some((update, how)) = update
+                .get("params")
+                .and_then(crate::protocol::toolcall::from_session_update)
+            {
+                ToolCall::upsert(&mut known, update, how);
+            }
+        }
+        (
+            DecisionInput::new(params, known.as_ref(), context, None),
+            "reconstructed",
+        )
+    }
+
     /// The input for a request's params, given what was known of its tool call. `unknown`: the
     /// tap could not follow this tool call (the guard and why).
     pub fn new(

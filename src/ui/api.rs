@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::{App, json_response, read};
 use crate::inspect::report::diff::diff_view;
+use crate::inspect::{cut_json_strings as cut_strings, cut_text as cut};
 use crate::inspect::show::{self, Item, TurnView};
 use crate::record::Reader;
 use crate::record::pages::{self, LineFilter, Page, ToolCallFilter};
@@ -24,36 +25,9 @@ const DETAIL_BYTES: usize = 1 << 20;
 /// The most items one page may ask for.
 const MAX_PAGE: i64 = 1_000;
 
-/// `text` cut to at most `max` bytes on a character boundary, and whether it was cut.
-fn cut(text: &str, max: usize) -> (&str, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&text[..end], true)
-}
-
 /// The first `max` characters of `text`.
 fn preview(text: &str, max: usize) -> String {
     text.chars().take(max).collect()
-}
-
-/// Every string in `value` longer than `max` bytes cut, with `…[N more bytes]` after it.
-fn cut_strings(value: &mut Value, max: usize) {
-    match value {
-        Value::String(text) => {
-            let (kept, was_cut) = cut(text, max);
-            if was_cut {
-                *text = format!("{kept}…[{} more bytes]", text.len() - kept.len());
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| cut_strings(v, max)),
-        Value::Object(map) => map.values_mut().for_each(|v| cut_strings(v, max)),
-        _ => {}
-    }
 }
 
 /// A session named exactly: its connection and its id (an id recorded by two connections, a
@@ -493,21 +467,5 @@ pub(super) async fn download(
         )
             .into_response(),
         Err(e) => e,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cut_keeps_whole_characters() {
-        assert_eq!(cut("héllo", 2), ("h", true));
-        assert_eq!(cut("héllo", 3), ("hé", true));
-        assert_eq!(cut("hi", 5), ("hi", false));
-        let mut value = json!({"a": ["x".repeat(10)], "b": 3});
-        cut_strings(&mut value, 4);
-        assert_eq!(value["a"][0], "xxxx…[6 more bytes]");
-        assert_eq!(value["b"], 3);
     }
 }

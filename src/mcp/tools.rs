@@ -1,0 +1,527 @@
+//! What each MCP tool answers, as plain functions of the database: arguments in, JSON out.
+//! Every answer is sized for a model: lists are paged with the total and how many more there
+//! are, and every recorded string is cut (with `…[N more bytes]`) where a list only needs a
+//! preview. Recorded text is data, never instructions: the tool descriptions say so.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::inspect::report::diff::{DiffRow, diff_view};
+use crate::inspect::show::{self, Item};
+use crate::inspect::{cut_json_strings, format_time};
+use crate::record::Reader;
+use crate::record::queries::{self, SessionRef, SessionSummary, ToolCallRow, ToolFilter};
+
+/// A recorded string in a list is cut to this many bytes.
+const LIST_TEXT: usize = 500;
+/// A recorded string in a detail is cut to this many bytes.
+const DETAIL_TEXT: usize = 20_000;
+/// The most rows one call may ask for.
+const MAX_LIMIT: usize = 100;
+
+/// A bad argument, said so the model can correct its call.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadArgument(pub String);
+
+fn bad(text: impl Into<String>) -> anyhow::Error {
+    BadArgument(text.into()).into()
+}
+
+/// `limit` (default `default`, at most MAX_LIMIT) and `offset`, with a note when the limit
+/// asked for was lowered.
+fn page(limit: Option<usize>, default: usize) -> (usize, Option<String>) {
+    match limit {
+        Some(0) => (1, Some("limit is at least 1".into())),
+        Some(n) if n > MAX_LIMIT => (
+            MAX_LIMIT,
+            Some(format!("limit {n} lowered to {MAX_LIMIT}: page with offset")),
+        ),
+        Some(n) => (n, None),
+        None => (default, None),
+    }
+}
+
+/// The paged answer: `items` of `total` from `offset`, and how many more follow.
+fn paged(total: usize, offset: usize, items: Vec<Value>, note: Option<String>) -> Value {
+    let shown = items.len();
+    let more = total.saturating_sub(offset + shown);
+    let mut answer = json!({
+        "total": total,
+        "offset": offset,
+        "items": items,
+        "more": more,
+    });
+    if more > 0 {
+        answer["next_offset"] = json!(offset + shown);
+    }
+    if let Some(note) = note {
+        answer["note"] = json!(note);
+    }
+    answer
+}
+
+/// A session by `last`, its id, or a unique prefix of it.
+fn session(reader: &Reader, spec: &str) -> anyhow::Result<SessionRef> {
+    queries::resolve_session(reader, spec).map_err(|e| bad(format!("session {spec:?}: {e}")))
+}
+
+fn session_row(s: &SessionSummary) -> Value {
+    json!({
+        "session": s.session_id,
+        "connection": s.connection_id,
+        "agent": s.agent,
+        "label": s.label,
+        "cwd": s.cwd,
+        "started": format_time(s.created_at),
+        "state": s.state,
+        "exit_code": s.exit_code,
+        "turns": s.turns,
+        "tool_calls": s.tool_calls,
+        "permission_requests": s.permission_requests,
+        "lines_lost": s.lost_messages,
+    })
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct ListSessions {
+    /// Only sessions whose agent name contains this text (case-insensitive).
+    pub agent: Option<String>,
+    /// Only sessions whose label contains this text (case-insensitive).
+    pub label: Option<String>,
+    /// Only sessions started at or after this time: RFC 3339 (`2026-11-24T12:00:00Z`) or an
+    /// age (`30m`, `24h`, `7d`).
+    pub since: Option<String>,
+    /// Only sessions in this state: `live`, `ended` or `interrupted`.
+    pub status: Option<String>,
+    /// Rows to return (default 20, at most 100).
+    pub limit: Option<usize>,
+    /// Rows to skip.
+    pub offset: Option<usize>,
+}
+
+/// A time as microseconds since the epoch: RFC 3339, or an age before now.
+fn parse_since(text: &str) -> anyhow::Result<i64> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0);
+    let units = [("m", 60), ("h", 3_600), ("d", 86_400), ("w", 604_800)];
+    for (suffix, seconds) in units {
+        if let Some(n) = text.strip_suffix(suffix)
+            && let Ok(n) = n.parse::<i64>()
+            && n >= 0
+        {
+            return Ok(now - n.saturating_mul(seconds).saturating_mul(1_000_000));
+        }
+    }
+    crate::record::transcript::parse_start_time(text).map_err(|_| {
+        bad(format!(
+            "since {text:?}: give an RFC 3339 time (2026-11-24T12:00:00Z) or an age (30m, 24h, 7d)"
+        ))
+    })
+}
+
+pub fn list_sessions(reader: &Reader, args: ListSessions) -> anyhow::Result<Value> {
+    if let Some(status) = &args.status
+        && !["live", "ended", "interrupted"].contains(&status.as_str())
+    {
+        return Err(bad(format!(
+            "status {status:?}: one of live, ended, interrupted"
+        )));
+    }
+    let since = args.since.as_deref().map(parse_since).transpose()?;
+    let contains = |field: Option<&str>, wanted: &Option<String>| match wanted {
+        None => true,
+        Some(w) => field.is_some_and(|f| f.to_lowercase().contains(&w.to_lowercase())),
+    };
+    let matching: Vec<SessionSummary> = queries::list_sessions(reader, usize::MAX)?
+        .into_iter()
+        .filter(|s| contains(Some(&s.agent), &args.agent))
+        .filter(|s| contains(s.label.as_deref(), &args.label))
+        .filter(|s| since.is_none_or(|t| s.created_at >= t))
+        .filter(|s| args.status.as_deref().is_none_or(|st| s.state == st))
+        .collect();
+    let (limit, note) = page(args.limit, 20);
+    let offset = args.offset.unwrap_or(0);
+    let items = matching
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(|s| {
+            let mut row = session_row(s);
+            cut_json_strings(&mut row, LIST_TEXT);
+            row
+        })
+        .collect();
+    Ok(paged(matching.len(), offset, items, note))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SessionTimeline {
+    /// The session: `last`, its id, or a unique prefix of it.
+    pub session: String,
+    /// The first turn to show, from 1 (default 1).
+    pub from_turn: Option<usize>,
+    /// How many turns (default 5, at most 100).
+    pub turns: Option<usize>,
+}
+
+/// A tool call as a line of a list.
+fn tool_call_row(call: &ToolCallRow) -> Value {
+    let mut row = json!({
+        "session": call.session_id,
+        "tool_call_id": call.tool_call_id,
+        "title": call.title,
+        "kind": call.kind,
+        "status": call.status,
+        "paths": call.paths(),
+        "first_seen": format_time(call.first_seen_at),
+        "duration_ms": call.duration_us().map(|us| us as f64 / 1000.0),
+    });
+    cut_json_strings(&mut row, LIST_TEXT);
+    row
+}
+
+pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Result<Value> {
+    let session = session(reader, &args.session)?;
+    let (count, note) = page(args.turns, 5);
+    let first = args.from_turn.unwrap_or(1).max(1) - 1;
+    let head = show::head(reader, &session)?;
+    let mut turns = Vec::new();
+    show::for_each_turn(reader, &session, first..first + count, |turn| {
+        let items: Vec<Value> = turn
+            .items
+            .iter()
+            .map(|item| match item {
+                Item::ToolCall(call) => {
+                    let mut row = tool_call_row(call);
+                    row["type"] = json!("tool_call");
+                    row
+                }
+                Item::Permission { title, request } => {
+                    let mut row = permission_row(request);
+                    row["type"] = json!("permission");
+                    row["title"] = json!(title);
+                    row
+                }
+                other => json!(other),
+            })
+            .collect();
+        let mut value = json!({
+            "turn": turn.index,
+            "started": format_time(turn.started_at),
+            "duration_ms": turn.duration_us.map(|us| us as f64 / 1000.0),
+            "stop_reason": turn.stop_reason,
+            "error": turn.error,
+            "cancel_requested": turn.cancel_requested,
+            "prompt": turn.prompt,
+            "items": items,
+        });
+        cut_json_strings(&mut value, DETAIL_TEXT / 4);
+        turns.push(value);
+    })?;
+    let shown = turns.len();
+    let mut answer = json!({
+        "session": session_row(&head.session),
+        "total_turns": head.total_turns,
+        "turns": turns,
+        "more_turns": head.total_turns.saturating_sub(first + shown),
+    });
+    if first + shown < head.total_turns {
+        answer["next_from_turn"] = json!(first + shown + 1);
+    }
+    if let Some(note) = note {
+        answer["note"] = json!(note);
+    }
+    Ok(answer)
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct ListToolCalls {
+    /// Only this session's calls (`last`, an id or a unique prefix); default: every session.
+    pub session: Option<String>,
+    /// Only calls of this kind: read, edit, delete, move, search, execute, think, fetch, other.
+    pub kind: Option<String>,
+    /// Only calls with this final status: pending, in_progress, completed, failed.
+    pub status: Option<String>,
+    /// Only calls touching a path matching this glob (`**/src/*.rs`, `/home/me/project/**`).
+    pub path: Option<String>,
+    /// Only calls whose title contains this text (case-insensitive).
+    pub text: Option<String>,
+    /// Rows to return (default 50, at most 100).
+    pub limit: Option<usize>,
+    /// Rows to skip.
+    pub offset: Option<usize>,
+}
+
+pub fn list_tool_calls(reader: &Reader, args: ListToolCalls) -> anyhow::Result<Value> {
+    let filter = ToolFilter {
+        session: args
+            .session
+            .as_deref()
+            .map(|s| session(reader, s))
+            .transpose()?,
+        status: args.status.clone(),
+        kind: args.kind.clone(),
+    };
+    let glob = args
+        .path
+        .as_deref()
+        .map(|p| {
+            globset::Glob::new(p)
+                .map(|g| g.compile_matcher())
+                .map_err(|e| bad(format!("path {p:?} is not a glob: {e}")))
+        })
+        .transpose()?;
+    let text = args.text.as_deref().map(str::to_lowercase);
+    let (limit, note) = page(args.limit, 50);
+    let offset = args.offset.unwrap_or(0);
+    let mut total = 0;
+    let mut items = Vec::new();
+    queries::for_each_tool_call(reader, &filter, |call| {
+        let path_ok = glob
+            .as_ref()
+            .is_none_or(|g| call.paths().iter().any(|p| g.is_match(p)));
+        let text_ok = text.as_ref().is_none_or(|t| {
+            call.title
+                .as_deref()
+                .is_some_and(|title| title.to_lowercase().contains(t))
+        });
+        if path_ok && text_ok {
+            if total >= offset && items.len() < limit {
+                items.push(tool_call_row(&call));
+            }
+            total += 1;
+        }
+    })?;
+    Ok(paged(total, offset, items, note))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GetToolCall {
+    /// The session (`last`, an id or a unique prefix).
+    pub session: String,
+    /// The tool call's id, as `list_tool_calls` gives it.
+    pub tool_call_id: String,
+}
+
+/// A diff as unified-diff text: `--- path`, then each shown line with its sign, folded runs
+/// as `@@ N unchanged line(s) @@`.
+fn unified(item: &Value) -> String {
+    let view = diff_view(item);
+    let mut out = format!(
+        "--- {}{}\n+++ {}\n",
+        view.path,
+        if view.new_file { " (new file)" } else { "" },
+        view.path
+    );
+    for row in &view.rows {
+        match row {
+            DiffRow::Fold { count } => out.push_str(&format!("@@ {count} unchanged line(s) @@\n")),
+            DiffRow::Line { sign, text, .. } => {
+                out.push_str(sign);
+                out.push_str(text);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+pub fn get_tool_call(reader: &Reader, args: GetToolCall) -> anyhow::Result<Value> {
+    let session = session(reader, &args.session)?;
+    let call = queries::tool_call(reader, &session, &args.tool_call_id)?.ok_or_else(|| {
+        bad(format!(
+            "no tool call {:?} in session {}: list_tool_calls gives the ids",
+            args.tool_call_id, session.session_id
+        ))
+    })?;
+    let content: Vec<Value> = call
+        .content
+        .iter()
+        .filter_map(Value::as_array)
+        .flatten()
+        .map(|item| {
+            if item.get("type").and_then(Value::as_str) == Some("diff") {
+                json!({"type": "diff", "path": item.get("path"), "unified": unified(item)})
+            } else {
+                item.clone()
+            }
+        })
+        .collect();
+    let permissions: Vec<Value> =
+        crate::record::pages::permission_requests_of_call(reader, &session, &call.tool_call_id)?
+            .iter()
+            .map(permission_row)
+            .collect();
+    let mut answer = tool_call_row(&call);
+    answer["locations"] = json!(call.locations);
+    answer["content"] = json!(content);
+    answer["raw_input"] = json!(call.raw_input);
+    answer["raw_output"] = json!(call.raw_output);
+    answer["updates"] = json!(call.update_count);
+    answer["permission_requests"] = json!(permissions);
+    cut_json_strings(&mut answer, DETAIL_TEXT);
+    Ok(answer)
+}
+
+/// A permission request: what was asked, who decided, and why.
+fn permission_row(p: &queries::PermissionRow) -> Value {
+    let mut row = json!({
+        "tool_call_id": p.tool_call_id,
+        "request_line": p.request_seq,
+        "asked": format_time(p.requested_at),
+        "outcome": p.outcome,
+        "option_id": p.option_id,
+        "option_kind": p.option_kind,
+        "decided_by": p.decided_by.as_deref().unwrap_or(if p.outcome.is_some() { "?" } else { "undecided" }),
+        "policy_rule": p.policy_rule,
+        "policy_decision": p.policy_decision,
+        "policy_reason": p.policy_reason,
+        "policy_shadow": p.policy_shadow,
+        "policy_hash": p.policy_hash,
+        "wait_ms": p.decision_us.map(|us| us as f64 / 1000.0),
+        "options": p.options,
+    });
+    cut_json_strings(&mut row, LIST_TEXT);
+    row
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListPermissionRequests {
+    /// The session (`last`, an id or a unique prefix).
+    pub session: String,
+    /// Only requests decided by: `policy`, `client`, or `undecided`.
+    pub decided_by: Option<String>,
+    /// Rows to return (default 50, at most 100).
+    pub limit: Option<usize>,
+    /// Rows to skip.
+    pub offset: Option<usize>,
+}
+
+pub fn list_permission_requests(
+    reader: &Reader,
+    args: ListPermissionRequests,
+) -> anyhow::Result<Value> {
+    let session = session(reader, &args.session)?;
+    if let Some(d) = &args.decided_by
+        && !["policy", "client", "undecided"].contains(&d.as_str())
+    {
+        return Err(bad(format!(
+            "decided_by {d:?}: one of policy, client, undecided"
+        )));
+    }
+    // What the live policy decided on, by request line: the recorded input of its decision.
+    let inputs: std::collections::HashMap<i64, Value> =
+        queries::recorded_permissions(reader, Some(&session))?
+            .into_iter()
+            .filter_map(|r| {
+                let input = serde_json::from_str(r.policy_input.as_deref()?).ok()?;
+                Some((r.request_seq, input))
+            })
+            .collect();
+    let rows: Vec<_> = queries::permission_requests(reader, &session)?
+        .into_iter()
+        .filter(|p| match args.decided_by.as_deref() {
+            None => true,
+            Some("undecided") => p.decided_by.is_none(),
+            Some(d) => p.decided_by.as_deref() == Some(d),
+        })
+        .collect();
+    let (limit, note) = page(args.limit, 50);
+    let offset = args.offset.unwrap_or(0);
+    let items = rows
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(|p| {
+            let mut row = permission_row(p);
+            if let Some(input) = inputs.get(&p.request_seq) {
+                let mut input = input.clone();
+                cut_json_strings(&mut input, LIST_TEXT);
+                row["policy_input"] = input;
+            }
+            row
+        })
+        .collect();
+    Ok(paged(rows.len(), offset, items, note))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Search {
+    /// Words to find in recorded prompts, agent text, tool-call titles and arguments.
+    pub text: String,
+    /// Sessions to return (default 10, at most 100).
+    pub limit: Option<usize>,
+}
+
+pub fn search(reader: &Reader, args: Search) -> anyhow::Result<Value> {
+    if args.text.trim().is_empty() {
+        return Err(bad("text is empty: give words to find"));
+    }
+    let (limit, note) = page(args.limit, 10);
+    let query = crate::record::search::Search {
+        text: Some(args.text.clone()),
+        ..Default::default()
+    };
+    let hits = crate::record::search::search(reader, &query, limit + 1)?;
+    let more = hits.len() > limit;
+    let mut items = json!(hits.into_iter().take(limit).collect::<Vec<_>>());
+    cut_json_strings(&mut items, LIST_TEXT);
+    let mut answer = json!({"items": items, "more": more});
+    if let Some(note) = note {
+        answer["note"] = json!(note);
+    }
+    Ok(answer)
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CheckSession {
+    /// The session (`last`, an id or a unique prefix).
+    pub session: String,
+    /// Findings to return (default 50, at most 100).
+    pub limit: Option<usize>,
+}
+
+pub fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Value> {
+    use crate::check::{Direction, Line};
+    let session = session(reader, &args.session)?;
+    let lines: Vec<(i64, Direction, Vec<u8>)> =
+        queries::connection_lines(reader, session.connection_id)?
+            .into_iter()
+            .filter_map(|l| {
+                let direction = match l.direction.as_str() {
+                    "c2a" => Direction::ClientToAgent,
+                    "a2c" => Direction::AgentToClient,
+                    _ => return None,
+                };
+                Some((l.seq, direction, l.raw))
+            })
+            .collect();
+    let outcome = crate::check::check(lines.iter().map(|(seq, direction, raw)| Line {
+        seq: *seq,
+        direction: *direction,
+        raw,
+    }));
+    let (limit, note) = page(args.limit, 50);
+    let findings: Vec<Value> = outcome
+        .findings
+        .iter()
+        .take(limit)
+        .map(|f| {
+            let mut v = json!(f);
+            cut_json_strings(&mut v, LIST_TEXT);
+            v
+        })
+        .collect();
+    Ok(json!({
+        "session": session.session_id,
+        "lines": lines.len(),
+        "total_findings": outcome.findings.len(),
+        "findings": findings,
+        "more": outcome.findings.len().saturating_sub(limit),
+        "note": note,
+    }))
+}
