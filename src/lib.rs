@@ -20,6 +20,7 @@
 //! - [`export`]: transcripts and traces written from a recording, through the read side.
 //! - [`replay`]: a recording played as the agent or as the client, and the divergence report.
 //! - [`inspect`]: recordings rendered (show, report, stats, tail); [`bench`] measures the proxy.
+//! - [`ui`]: the local web inspector; [`mcp`]: the recordings as an MCP server for agents.
 //! - [`cli`]: the commands and the config file; [`demo`] is the built-in demo.
 
 pub mod bench;
@@ -29,6 +30,7 @@ pub mod cli;
 pub mod demo;
 pub mod export;
 pub mod inspect;
+pub mod mcp;
 pub mod policy;
 pub mod protocol;
 pub mod proxy;
@@ -60,6 +62,7 @@ mod layering {
         ("export", &["record", "protocol"]),
         ("check", &[]),
         ("ui", &["record", "inspect", "export"]),
+        ("mcp", &["record", "inspect", "export", "check", "policy"]),
     ];
 
     fn sources(path: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -54,6 +54,10 @@ pub enum Command {
     /// A local web inspector: sessions, a live timeline of raw lines, on 127.0.0.1 with a token
     /// (see docs/ui.md). Prints the URL.
     Ui(UiArgs),
+    /// Serve the recordings to an agent over the Model Context Protocol (stdio), read-only:
+    /// sessions, timelines, tool calls, permission decisions, search, policy check, protocol
+    /// check; transcripts and reports as resources.
+    Mcp(McpArgs),
     /// Write one session as a self-contained HTML file: timeline, tool calls, diffs, permission
     /// decisions, the raw messages, with filters.
     Report(ReportArgs),
@@ -240,6 +244,12 @@ pub struct UiArgs {
     /// Open the URL in the browser (xdg-open).
     #[arg(long)]
     pub open: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 #[derive(Debug, Args)]

@@ -36,7 +36,9 @@ fn page(limit: Option<usize>, default: usize) -> (usize, Option<String>) {
         Some(0) => (1, Some("limit is at least 1".into())),
         Some(n) if n > MAX_LIMIT => (
             MAX_LIMIT,
-            Some(format!("limit {n} lowered to {MAX_LIMIT}: page with offset")),
+            Some(format!(
+                "limit {n} lowered to {MAX_LIMIT}: page with offset"
+            )),
         ),
         Some(n) => (n, None),
         None => (default, None),
@@ -116,7 +118,7 @@ fn parse_since(text: &str) -> anyhow::Result<i64> {
             return Ok(now - n.saturating_mul(seconds).saturating_mul(1_000_000));
         }
     }
-    crate::record::transcript::parse_start_time(text).map_err(|_| {
+    crate::record::transcript::parse_start(text).map_err(|_| {
         bad(format!(
             "since {text:?}: give an RFC 3339 time (2026-11-24T12:00:00Z) or an age (30m, 24h, 7d)"
         ))
@@ -524,4 +526,90 @@ pub fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Valu
         "more": outcome.findings.len().saturating_sub(limit),
         "note": note,
     }))
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct PolicyCheck {
+    /// Policy files (TOML, see acptap's docs/policy.md), in order: absolute paths, or relative
+    /// to the directory `acptap mcp` runs in.
+    pub policy_files: Vec<String>,
+    /// Decide a recorded request again: its session (`last`, an id or a unique prefix) ...
+    pub session: Option<String>,
+    /// ... and its tool call's id (the latest request about that call).
+    pub tool_call_id: Option<String>,
+    /// Or decide this request: the params of a `session/request_permission` (or the whole
+    /// JSON-RPC message).
+    pub request: Option<Value>,
+    /// With `request`: the session's cwd (default: the directory `acptap mcp` runs in).
+    pub cwd: Option<String>,
+    /// With `request`: the agent's name as its `initialize` answer gives it.
+    pub agent: Option<String>,
+}
+
+pub fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value> {
+    use crate::policy::{Context, DecisionInput, Policy};
+    if args.policy_files.is_empty() {
+        return Err(bad("policy_files is empty: name at least one policy file"));
+    }
+    let files: Vec<std::path::PathBuf> = args.policy_files.iter().map(Into::into).collect();
+    let policy = Policy::load(&files).map_err(|e| bad(format!("{e}")))?;
+    match (&args.request, &args.session, &args.tool_call_id) {
+        (Some(request), None, None) => {
+            let params = match request.get("params") {
+                Some(params) if request.get("method").is_some() => params,
+                _ => request,
+            };
+            let cwd = match &args.cwd {
+                Some(cwd) => std::path::PathBuf::from(cwd),
+                None => std::env::current_dir()?,
+            };
+            let context = Context {
+                cwd: Some(&cwd),
+                agent: args.agent.as_deref(),
+            };
+            let input = DecisionInput::new(params, None, context, None);
+            let verdict = policy.decide_input(&input, params.get("options"));
+            Ok(json!({"verdict": verdict, "input": input}))
+        }
+        (None, Some(spec), Some(id)) => {
+            let session = session(reader, spec)?;
+            let recorded = queries::recorded_permissions(reader, Some(&session))?
+                .into_iter()
+                .rfind(|r| r.tool_call_id.as_deref() == Some(id))
+                .ok_or_else(|| {
+                    bad(format!(
+                        "no permission request about tool call {id:?} in session {}",
+                        session.session_id
+                    ))
+                })?;
+            let message: Value = serde_json::from_slice(&recorded.request)
+                .map_err(|e| bad(format!("the recorded request is not JSON: {e}")))?;
+            let params = message.get("params").cloned().unwrap_or(Value::Null);
+            let (input, source) = DecisionInput::of_recorded(
+                &params,
+                recorded.policy_input.as_deref(),
+                &recorded.earlier_updates,
+                Context {
+                    cwd: recorded.cwd.as_deref().map(std::path::Path::new),
+                    agent: recorded.agent_name.as_deref(),
+                },
+            );
+            let verdict = policy.decide_input(&input, params.get("options"));
+            let mut answer = json!({
+                "verdict": verdict,
+                "input": input,
+                "input_source": source,
+                "recorded": {
+                    "decided_by": recorded.decided_by,
+                    "outcome": recorded.outcome,
+                    "option_kind": recorded.option_kind,
+                },
+            });
+            cut_json_strings(&mut answer, DETAIL_TEXT);
+            Ok(answer)
+        }
+        _ => Err(bad(
+            "give either `request`, or `session` and `tool_call_id` (a recorded request)",
+        )),
+    }
 }

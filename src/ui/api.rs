@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::{App, json_response, read};
 use crate::inspect::report::diff::diff_view;
-use crate::inspect::{cut_json_strings as cut_strings, cut_text as cut};
 use crate::inspect::show::{self, Item, TurnView};
+use crate::inspect::{cut_json_strings as cut_strings, cut_text as cut};
 use crate::record::Reader;
 use crate::record::pages::{self, LineFilter, Page, ToolCallFilter};
 use crate::record::queries::{self, SessionRef, SessionSummary, ToolCallRow};
