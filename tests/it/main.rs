@@ -7,6 +7,7 @@ mod differential;
 mod faults;
 mod inspect;
 mod lifecycle;
+mod mcp;
 mod memory;
 mod otlp;
 mod policy;
