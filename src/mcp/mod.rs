@@ -62,9 +62,19 @@ impl Recordings {
         .await
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         Ok(match result {
-            Ok(value) => CallToolResult::success(vec![ContentBlock::text(
-                serde_json::to_string_pretty(&value).unwrap_or_else(|e| e.to_string()),
-            )]),
+            Ok(value) => {
+                let mut text =
+                    serde_json::to_string_pretty(&value).unwrap_or_else(|e| e.to_string());
+                // A last guard: no answer is larger than a model should read at once.
+                let limit = 2 * tools::ANSWER_BYTES;
+                let (kept, cut) = crate::inspect::cut_text(&text, limit);
+                if cut {
+                    text = format!(
+                        "{kept}\n[answer cut at {limit} bytes: ask for fewer rows (limit, turns)]"
+                    );
+                }
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            }
             Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("{e:#}"))]),
         })
     }

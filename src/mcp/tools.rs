@@ -19,6 +19,8 @@ const LIST_TEXT: usize = 500;
 const DETAIL_TEXT: usize = 20_000;
 /// The most rows one call may ask for.
 const MAX_LIMIT: usize = 100;
+/// A timeline stops adding turns past this many bytes of JSON (a model reads it whole).
+pub const ANSWER_BYTES: usize = 200_000;
 
 /// A bad argument, said so the model can correct its call.
 #[derive(Debug, thiserror::Error)]
@@ -192,7 +194,11 @@ pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Resul
     let first = args.from_turn.unwrap_or(1).max(1) - 1;
     let head = show::head(reader, &session)?;
     let mut turns = Vec::new();
+    let mut size = 0;
     show::for_each_turn(reader, &session, first..first + count, |turn| {
+        if size > ANSWER_BYTES {
+            return;
+        }
         let items: Vec<Value> = turn
             .items
             .iter()
@@ -222,6 +228,7 @@ pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Resul
             "items": items,
         });
         cut_json_strings(&mut value, DETAIL_TEXT / 4);
+        size += value.to_string().len();
         turns.push(value);
     })?;
     let shown = turns.len();
