@@ -24,7 +24,7 @@ pub struct Page<T> {
 pub struct ToolCallFilter {
     pub status: Option<String>,
     pub kind: Option<String>,
-    /// A substring of the title or of the locations (the paths), case-insensitive for ASCII.
+    /// A substring of the title or of a location's path, case-insensitive for ASCII.
     pub text: Option<String>,
 }
 
@@ -39,8 +39,10 @@ pub fn tool_calls(
 ) -> rusqlite::Result<Page<ToolCallRow>> {
     let condition = "k.connection_id = ?1 AND k.session_id = ?2
            AND (?3 IS NULL OR k.status = ?3) AND (?4 IS NULL OR k.kind = ?4)
-           AND (?5 IS NULL OR instr(lower(coalesce(k.title, '') || ' ' || coalesce(k.locations, '')),
-                                    lower(?5)) > 0)";
+           AND (?5 IS NULL OR instr(lower(coalesce(k.title, '')), lower(?5)) > 0
+                OR (json_valid(k.locations) AND EXISTS (
+                      SELECT 1 FROM json_each(k.locations) j
+                      WHERE instr(lower(coalesce(j.value ->> '$.path', '')), lower(?5)) > 0)))";
     let total = reader
         .conn()
         .prepare_cached(&format!(
@@ -246,4 +248,25 @@ pub fn permission_requests_of_call(
         )?);
     }
     Ok(rows)
+}
+
+/// The kinds and the statuses of a session's tool calls, each once, in order.
+pub fn tool_call_facets(
+    reader: &Reader,
+    session: &SessionRef,
+) -> rusqlite::Result<(Vec<String>, Vec<String>)> {
+    let distinct = |column: &str| -> rusqlite::Result<Vec<String>> {
+        reader
+            .conn()
+            .prepare(&format!(
+                "SELECT DISTINCT {column} FROM tool_calls
+                 WHERE connection_id = ?1 AND session_id = ?2 AND {column} IS NOT NULL
+                 ORDER BY {column}"
+            ))?
+            .query_map(params![session.connection_id, session.session_id], |r| {
+                r.get(0)
+            })?
+            .collect()
+    };
+    Ok((distinct("kind")?, distinct("status")?))
 }

@@ -83,8 +83,8 @@ fn respond(result: Result<impl serde::Serialize, Response>) -> Response {
     }
 }
 
-/// One session's head: its summary, how many lines its connection recorded, and the methods
-/// of those lines (the raw-line filter's choices).
+/// One session's head: its summary, how many lines its connection recorded, and how many
+/// report pages it makes. Cheap: the page reads it again whenever anything was recorded.
 pub(super) async fn session(
     State(app): State<Arc<App>>,
     Path((connection, session)): Path<(i64, String)>,
@@ -94,14 +94,33 @@ pub(super) async fn session(
             let session = session_ref(r, connection, session)?;
             let summary: SessionSummary = queries::session_summary_of(r, &session)?;
             let lines = queries::connection_message_count(r, connection, 0..i64::MAX)?;
-            let methods = pages::methods(r, connection)?;
             let report_pages =
                 (summary.turns.max(1) as usize).div_ceil(crate::inspect::report::TURNS_PER_PAGE);
             Ok(json!({
                 "session": summary,
                 "lines": lines,
-                "methods": methods,
                 "report_pages": report_pages,
+            }))
+        })
+        .await,
+    )
+}
+
+/// What the filters offer: the methods of the session's connection's lines (with how many lines
+/// each), and the kinds and statuses of its tool calls. A scan of the connection, so read when
+/// the session opens, not on every change.
+pub(super) async fn facets(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            let (kinds, statuses) = pages::tool_call_facets(r, &session)?;
+            Ok(json!({
+                "methods": pages::methods(r, connection)?,
+                "kinds": kinds,
+                "statuses": statuses,
             }))
         })
         .await,
@@ -193,7 +212,9 @@ pub(super) async fn turn(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
             let mut found = None;
-            let at = index.max(1) - 1;
+            let at = index
+                .checked_sub(1)
+                .ok_or_else(|| anyhow::anyhow!("no turn 0: turns are numbered from 1"))?;
             show::for_each_turn(r, &session, at..at + 1, |t| found = Some(t))?;
             let turn = found.ok_or_else(|| anyhow::anyhow!("no turn {index}"))?;
             let items: Vec<Value> = turn
@@ -386,6 +407,8 @@ pub(super) async fn line(
                 "forwarded": m.forwarded,
                 "text": kept,
                 "cut": was_cut,
+                // A last line without its `\n` (the agent ended without one) is kept so.
+                "line_ending": m.raw.ends_with(b"\n"),
             }))
         })
         .await,
@@ -409,8 +432,13 @@ pub(super) async fn download(
         let session = session_ref(r, connection, session)?;
         let (body, content_type) = match file.as_str() {
             "report.html" => {
-                let page = query.page.unwrap_or(1).max(1) - 1;
                 let per = crate::inspect::report::TURNS_PER_PAGE;
+                let turns = queries::session_summary_of(r, &session)?.turns.max(1) as usize;
+                let pages = turns.div_ceil(per);
+                let page = match query.page.unwrap_or(1) {
+                    n @ 1.. if n <= pages => n - 1,
+                    n => anyhow::bail!("no report page {n}: this session has pages 1 to {pages}"),
+                };
                 let html =
                     crate::inspect::report::render(r, &session, page * per..(page + 1) * per)?;
                 (html.into_bytes(), "text/html; charset=utf-8")
@@ -433,7 +461,9 @@ pub(super) async fn download(
             }
             "otlp.json" => {
                 let spans = crate::export::spans::session_spans(r, &session, Default::default())?;
-                (crate::export::otlp::to_json(&spans)?, "application/json")
+                let mut json = crate::export::otlp::to_json(&spans)?;
+                json.push(b'\n');
+                (json, "application/json")
             }
             other => anyhow::bail!(
                 "no download {other}: report.html, transcript.jsonl, trace.ndjson or otlp.json"

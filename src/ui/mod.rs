@@ -34,7 +34,9 @@ use crate::record::queries;
 
 /// The token's length in random bytes (written as hex).
 const TOKEN_BYTES: usize = 32;
-const COOKIE: &str = "acptap_ui";
+
+/// Pages listening to `/api/events` at once; more get 503 (each holds a connection).
+const MAX_EVENT_STREAMS: usize = 64;
 
 /// The Content-Security-Policy of every answer.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
@@ -44,6 +46,13 @@ struct App {
     db: PathBuf,
     token: String,
     port: u16,
+    /// The cookie's name: per port, because browsers do not keep cookies apart by port, and two
+    /// servers sharing one name would log each other out.
+    cookie: String,
+    /// The number of recorded lines, looked at every 100 ms by one task for every page.
+    lines: tokio::sync::watch::Receiver<i64>,
+    /// Event streams open now.
+    streams: std::sync::atomic::AtomicUsize,
 }
 
 /// A random token from the operating system.
@@ -67,8 +76,8 @@ fn refuse(status: StatusCode, why: &'static str) -> Response {
     (status, why).into_response()
 }
 
-/// The token a request carries: `?token=` or the cookie.
-fn token_of(request: &Request) -> Option<String> {
+/// The token a request carries: `?token=` or the cookie named `cookie`.
+fn token_of(request: &Request, cookie: &str) -> Option<String> {
     let from_query = request.uri().query().and_then(|q| {
         q.split('&')
             .find_map(|pair| pair.strip_prefix("token="))
@@ -83,57 +92,27 @@ fn token_of(request: &Request) -> Option<String> {
             .flat_map(|v| v.split(';'))
             .find_map(|c| {
                 c.trim()
-                    .strip_prefix(&format!("{COOKIE}="))
+                    .strip_prefix(cookie)
+                    .and_then(|rest| rest.strip_prefix('='))
                     .map(str::to_owned)
             })
     })
 }
 
-/// The checks every request passes before any handler (see the module's comment).
+/// The checks every request passes before any handler (see the module's comment), and the
+/// headers every answer carries, a refusal included.
 async fn guard(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request,
     next: Next,
 ) -> Response {
-    if !peer.ip().is_loopback() {
-        return refuse(StatusCode::FORBIDDEN, "only this machine may ask");
-    }
-    if request.method() != Method::GET && request.method() != Method::HEAD {
-        return refuse(StatusCode::METHOD_NOT_ALLOWED, "read-only: GET only");
-    }
-    let ours = [
-        format!("127.0.0.1:{}", app.port),
-        format!("localhost:{}", app.port),
-    ];
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
-    if !ours.iter().any(|o| o.eq_ignore_ascii_case(host)) {
-        return refuse(StatusCode::FORBIDDEN, "unknown Host (DNS rebinding?)");
-    }
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or("");
-        if !ours
-            .iter()
-            .any(|o| origin.eq_ignore_ascii_case(&format!("http://{o}")))
-        {
-            return refuse(StatusCode::FORBIDDEN, "cross-site request refused");
-        }
-    }
-    let Some(token) = token_of(&request) else {
-        return refuse(
-            StatusCode::UNAUTHORIZED,
-            "open the URL acptap ui printed (it carries the token)",
-        );
-    };
-    if !same_secret(&token, &app.token) {
-        return refuse(StatusCode::UNAUTHORIZED, "wrong token");
-    }
     let from_query = request.uri().query().is_some_and(|q| q.contains("token="));
-    let mut response = next.run(request).await;
+    let mut response = match refusal(&app, peer, &request) {
+        Some(refused) => refused,
+        None => next.run(request).await,
+    };
+    let served = response.status().is_success();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -150,14 +129,69 @@ async fn guard(
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if from_query
+        && served
         && let Ok(cookie) = HeaderValue::from_str(&format!(
-            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-            app.token
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            app.cookie, app.token
         ))
     {
         headers.insert(header::SET_COOKIE, cookie);
     }
     response
+}
+
+/// Why a request is refused, if it is.
+fn refusal(app: &App, peer: SocketAddr, request: &Request) -> Option<Response> {
+    if !peer.ip().is_loopback() {
+        return Some(refuse(StatusCode::FORBIDDEN, "only this machine may ask"));
+    }
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return Some(refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "read-only: GET only",
+        ));
+    }
+    let ours = [
+        format!("127.0.0.1:{}", app.port),
+        format!("localhost:{}", app.port),
+    ];
+    let is_ours = |host: &str| ours.iter().any(|o| o.eq_ignore_ascii_case(host));
+    // Exactly one Host, ours; and a request line naming a host (absolute form) names ours.
+    let hosts: Vec<_> = request.headers().get_all(header::HOST).iter().collect();
+    let [host] = hosts.as_slice() else {
+        return Some(refuse(StatusCode::BAD_REQUEST, "one Host header is needed"));
+    };
+    let named = request.uri().authority().map(|a| a.as_str());
+    if !is_ours(host.to_str().unwrap_or("")) || named.is_some_and(|a| !is_ours(a)) {
+        return Some(refuse(
+            StatusCode::FORBIDDEN,
+            "unknown Host (DNS rebinding?)",
+        ));
+    }
+    // Every Origin given must be ours.
+    let foreign_origin = request
+        .headers()
+        .get_all(header::ORIGIN)
+        .iter()
+        .any(|origin| {
+            let origin = origin.to_str().unwrap_or("");
+            !ours
+                .iter()
+                .any(|o| origin.eq_ignore_ascii_case(&format!("http://{o}")))
+        });
+    if foreign_origin {
+        return Some(refuse(StatusCode::FORBIDDEN, "cross-site request refused"));
+    }
+    let Some(token) = token_of(request, &app.cookie) else {
+        return Some(refuse(
+            StatusCode::UNAUTHORIZED,
+            "open the URL acptap ui printed (it carries the token)",
+        ));
+    };
+    if !same_secret(&token, &app.token) {
+        return Some(refuse(StatusCode::UNAUTHORIZED, "wrong token"));
+    }
+    None
 }
 
 /// Runs a read of the database off the async threads.
@@ -190,14 +224,53 @@ fn json_response(value: impl serde::Serialize) -> Response {
     }
 }
 
-/// Server-sent events: `changed` with the count of recorded lines whenever it moves (looked at
-/// every 100 ms), so a page fetches what is new within a quarter second.
+/// Server-sent events: `changed` with the number of recorded lines whenever it moves. One task
+/// looks at the database every 100 ms for every page (`watch_lines`); each page's stream waits
+/// on it, so a page fetches what is new within a quarter second.
 async fn events(State(app): State<Arc<App>>) -> Response {
-    let db = app.db.clone();
+    use std::sync::atomic::Ordering;
+    if app.streams.fetch_add(1, Ordering::SeqCst) >= MAX_EVENT_STREAMS {
+        app.streams.fetch_sub(1, Ordering::SeqCst);
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many pages are listening: close some",
+        );
+    }
     let (tx, rx) = tokio::sync::mpsc::channel::<String>(4);
+    let mut lines = app.lines.clone();
+    let app = app.clone();
     tokio::spawn(async move {
         let mut last = -1;
-        // Until the page goes away (the body stream, and so the receiver, is dropped).
+        loop {
+            let count = *lines.borrow_and_update();
+            if count != last {
+                last = count;
+                if tx
+                    .send(format!("event: changed\ndata: {count}\n\n"))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            // Until the page goes away (its body stream, and so the receiver, is dropped).
+            tokio::select! {
+                changed = lines.changed() => if changed.is_err() { break },
+                () = tx.closed() => break,
+            }
+        }
+        app.streams.fetch_sub(1, Ordering::SeqCst);
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from_stream(Events(rx)))
+        .unwrap_or_else(|e| refuse_text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+/// Looks at the number of recorded lines every 100 ms, for every page at once.
+fn watch_lines(db: PathBuf) -> tokio::sync::watch::Receiver<i64> {
+    let (tx, rx) = tokio::sync::watch::channel(-1);
+    tokio::spawn(async move {
         while !tx.is_closed() {
             let db = db.clone();
             let count = tokio::task::spawn_blocking(move || {
@@ -207,25 +280,14 @@ async fn events(State(app): State<Arc<App>>) -> Response {
             })
             .await
             .ok()
-            .flatten()
-            .unwrap_or(last);
-            if count != last {
-                last = count;
-                if tx
-                    .send(format!("event: changed\ndata: {count}\n\n"))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
+            .flatten();
+            if let Some(count) = count {
+                tx.send_if_modified(|known| std::mem::replace(known, count) != count);
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
-    Response::builder()
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .body(Body::from_stream(Events(rx)))
-        .unwrap_or_else(|e| refuse_text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+    rx
 }
 
 /// The events for one page, as a body stream.
@@ -263,6 +325,10 @@ fn router(app: Arc<App>) -> Router {
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/sessions", get(api::sessions))
         .route("/api/sessions/{connection}/{session}", get(api::session))
+        .route(
+            "/api/sessions/{connection}/{session}/facets",
+            get(api::facets),
+        )
         .route(
             "/api/sessions/{connection}/{session}/turns",
             get(api::turns),
@@ -310,13 +376,21 @@ pub fn serve(db: PathBuf, port: u16, open: bool) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let listener =
-            tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port))).await?;
+        let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot listen on 127.0.0.1:{port}: {e}; choose another --port, or leave it out for a free one"
+                )
+            })?;
         let port = listener.local_addr()?.port();
         let app = Arc::new(App {
+            lines: watch_lines(db.clone()),
             db,
             token: new_token()?,
             port,
+            cookie: format!("acptap_ui_{port}"),
+            streams: std::sync::atomic::AtomicUsize::new(0),
         });
         let url = format!("http://127.0.0.1:{port}/?token={}", app.token);
         println!("{url}");

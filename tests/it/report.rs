@@ -625,7 +625,30 @@ fn a_long_session_is_paged_and_each_page_runs_cleanly() {
         next.contains(&format!("Turn {}", per_page + 1)),
         "turns keep their numbers"
     );
-    assert!(next.contains("Previous:"));
+    assert!(
+        next.contains(&format!(
+            "Previous: <code>acptap report paged --turns 1-{per_page}</code>"
+        )),
+        "the previous page"
+    );
+    // A short last page asked for as a whole page: the previous page is a whole page too.
+    let short = sb.path("short.html");
+    let range = format!("{}-{}", per_page + 1, 2 * per_page);
+    sb.acptap(&[
+        "report",
+        "last",
+        "--turns",
+        &range,
+        "-o",
+        short.to_str().unwrap(),
+    ]);
+    let short = std::fs::read_to_string(&short).unwrap();
+    assert!(
+        short.contains(&format!(
+            "Previous: <code>acptap report paged --turns 1-{per_page}</code>"
+        )),
+        "the previous page of a short last page"
+    );
     for (page, what) in [(&first, "page 1"), (&second, "page 2")] {
         assert_ran_cleanly(&load_in_chromium(page, ""), what);
     }

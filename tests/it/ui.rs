@@ -84,14 +84,23 @@ fn every_request_needs_the_token_the_host_and_the_origin() {
     };
     let token = &ui.token;
 
-    let (status, _) = get("/api/sessions", "");
+    let (status, answer) = get("/api/sessions", "");
     assert_eq!(status, 401, "no token");
+    assert!(
+        answer.contains("content-security-policy: default-src 'none'"),
+        "a refusal carries the headers too: {answer}"
+    );
     let (status, _) = get("/api/sessions?token=0000", "");
     assert_eq!(status, 401, "a wrong token");
 
     let (status, answer) = get(&format!("/?token={token}"), "");
     assert_eq!(status, 200, "{answer}");
-    assert!(answer.contains("acptap_ui="), "the cookie: {answer}");
+    // The cookie is named for this server's port: two servers do not log each other out.
+    let cookie = format!("acptap_ui_{}", ui.port);
+    assert!(
+        answer.contains(&format!("{cookie}=")),
+        "the cookie: {answer}"
+    );
     assert!(answer.to_ascii_lowercase().contains("httponly"));
     assert!(answer.contains("SameSite=Strict"));
     assert!(
@@ -100,8 +109,10 @@ fn every_request_needs_the_token_the_host_and_the_origin() {
     );
     assert!(answer.contains("referrer-policy: no-referrer"));
 
-    let (status, answer) = get("/api/sessions", &format!("Cookie: acptap_ui={token}\r\n"));
+    let (status, answer) = get("/api/sessions", &format!("Cookie: {cookie}={token}\r\n"));
     assert_eq!(status, 200, "{answer}");
+    let (status, _) = get("/api/sessions", &format!("Cookie: acptap_ui_1={token}\r\n"));
+    assert_eq!(status, 401, "another port's cookie");
     assert!(
         answer.contains("f2e2e388-b7af-4f86-8962-244a44037f29"),
         "{answer}"
@@ -116,6 +127,26 @@ fn every_request_needs_the_token_the_host_and_the_origin() {
         ),
     );
     assert_eq!(status, 403, "a foreign Host");
+    // Two Host headers, the second foreign; a request line naming a foreign host; a second,
+    // foreign Origin: each refused.
+    let (status, _) = get(
+        &format!("/api/sessions?token={token}"),
+        "Host: evil.example\r\n",
+    );
+    assert_eq!(status, 400, "two Host headers");
+    let (status, _) = get(
+        &format!("http://evil.example/api/sessions?token={token}"),
+        "",
+    );
+    assert_eq!(status, 403, "an absolute URL naming another host");
+    let (status, _) = get(
+        &format!("/api/sessions?token={token}"),
+        &format!(
+            "Origin: http://127.0.0.1:{}\r\nOrigin: http://evil.example\r\n",
+            ui.port
+        ),
+    );
+    assert_eq!(status, 403, "a second, foreign Origin");
     let (status, _) = get(
         &format!("/api/sessions?token={token}"),
         "Origin: http://evil.example\r\n",
@@ -404,12 +435,31 @@ fn console(steps: &[Value]) -> Vec<String> {
 #[test]
 fn recorded_markup_is_text_on_every_page() {
     let sb = Sandbox::new();
+    // A session id that reverses the text after it (U+202E): it must not read as `exe.png`.
+    crate::util::import_lines(
+        &sb,
+        &[
+            (
+                "c2a",
+                r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}"#.to_owned(),
+            ),
+            (
+                "a2c",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"sessionId\":\"\u{202e}gnp.exe\"}}".to_owned(),
+            ),
+        ],
+    );
     let (sid, payload) = import_hostile_session(&sb);
     let ui = start(&sb);
     let url = format!("http://127.0.0.1:{}/?token={}", ui.port, ui.token);
     let detail =
         |selector: &str| format!("document.querySelector('#detail {selector}')?.textContent");
     let steps = vec![
+        step(
+            "bidi",
+            "[...document.querySelectorAll('#session-rows tr a')].map(a => a.textContent).find(t => t.endsWith('gnp.exe'))",
+            "",
+        ),
         step(
             "listed",
             "document.querySelector('#session-rows tr a')?.textContent",
@@ -465,6 +515,7 @@ fn recorded_markup_is_text_on_every_page() {
         ),
     ];
     let steps = drive(&sb, &url, steps, |_| {});
+    assert_eq!(value(&steps, "bidi"), "⟨U+202E⟩gnp.exe", "{steps:?}");
     assert_eq!(value(&steps, "listed"), sid, "{steps:?}");
     assert_eq!(value(&steps, "prompt"), payload, "{steps:?}");
     assert_eq!(value(&steps, "agent text"), payload, "{steps:?}");
@@ -620,8 +671,8 @@ fn downloads_are_the_exports_and_bad_requests_are_refused() {
         let (status, answer) = request(
             &at,
             &format!(
-                "GET {path} HTTP/1.1\r\nHost: {at}\r\nCookie: acptap_ui={}\r\nConnection: close\r\n\r\n",
-                ui.token
+                "GET {path} HTTP/1.1\r\nHost: {at}\r\nCookie: acptap_ui_{}={}\r\nConnection: close\r\n\r\n",
+                ui.port, ui.token
             ),
         );
         let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
@@ -648,7 +699,7 @@ fn downloads_are_the_exports_and_bad_requests_are_refused() {
     assert_eq!(body, exported("trace"));
     let (_, head, body) = get(&format!("{base}/download/otlp.json"));
     assert!(head.contains("content-type: application/json"), "{head}");
-    assert_eq!(format!("{body}\n"), exported("otlp-json"));
+    assert_eq!(body, exported("otlp-json"));
     // OTLP/JSON as the protocol's own types read it: every span of the session.
     let request: opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest =
         serde_json::from_str(&body).unwrap();
@@ -709,12 +760,49 @@ fn downloads_are_the_exports_and_bad_requests_are_refused() {
     );
     assert_eq!(call["permissions"].as_array().unwrap().len(), 1, "{call}");
 
+    // The tool-call text filter looks in titles and paths, not in the JSON around them.
+    let total = |path: &str| -> Value {
+        let (status, _, body) = get(path);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str::<Value>(&body).unwrap()["total"].clone()
+    };
+    assert_eq!(total(&format!("{base}/tools?q=%5B")), 0, "`[` matched JSON");
+    assert_eq!(
+        total(&format!("{base}/tools?q=HELLO.PY")),
+        2,
+        "Read and Edit hello.py"
+    );
+    // The filters offer what the session has.
+    let (_, _, body) = get(&format!("{base}/facets"));
+    let facets: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        facets["kinds"],
+        json!(["edit", "execute", "read"]),
+        "{facets}"
+    );
+    assert_eq!(facets["statuses"], json!(["completed"]), "{facets}");
+    assert!(
+        facets["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m[0] == "session/prompt")
+    );
+    let (_, _, body) = get(&format!("{base}/lines/0"));
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["line_ending"],
+        true
+    );
+
     // Refused, each with a status and a reason.
     for (path, expected) in [
         ("/api/sessions/1/nope".to_owned(), 404),
         ("/api/sessions/2/".to_owned() + sid, 404),
         (format!("{base}/tools/nope"), 404),
         (format!("{base}/turns/999"), 404),
+        (format!("{base}/turns/0"), 404),
+        (format!("{base}/download/report.html?page=2"), 404),
+        (format!("{base}/download/report.html?page=0"), 404),
         (format!("{base}/lines/999999"), 404),
         (format!("{base}/lines?limit=abc"), 400),
         (format!("{base}/turns/-1"), 400),
@@ -731,4 +819,45 @@ fn downloads_are_the_exports_and_bad_requests_are_refused() {
     }
     let (status, _, _) = get("/api/sessions");
     assert_eq!(status, 200, "the server still answers");
+}
+
+/// Every page listening to `/api/events` waits on one look at the database; past 64 at once a
+/// page is told to close some (503), and a page that goes frees its place.
+#[test]
+fn event_streams_are_capped_and_freed() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let ui = start(&sb);
+    let at = format!("127.0.0.1:{}", ui.port);
+    let open = || {
+        let mut stream = TcpStream::connect(&at).unwrap();
+        stream
+            .write_all(
+                format!(
+                    "GET /api/events HTTP/1.1\r\nHost: {at}\r\nCookie: acptap_ui_{}={}\r\n\r\n",
+                    ui.port, ui.token
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        (status, reader)
+    };
+    let mut held = Vec::new();
+    for n in 0..64 {
+        let (status, reader) = open();
+        assert!(status.contains(" 200 "), "stream {n}: {status}");
+        held.push(reader);
+    }
+    let (status, _) = open();
+    assert!(status.contains(" 503 "), "the 65th: {status}");
+    held.truncate(10);
+    assert!(
+        crate::util::eventually(std::time::Duration::from_secs(10), || open()
+            .0
+            .contains(" 200 ")),
+        "closed pages did not free their places"
+    );
 }

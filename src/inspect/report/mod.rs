@@ -93,6 +93,8 @@ pub fn render(
 ) -> rusqlite::Result<String> {
     let timeline = show::timeline_of_turns(reader, session, turns.clone())?;
     let all_turns = queries::turns(reader, session)?;
+    // The size of a page as asked (a short last page keeps its neighbours' size).
+    let size = turns.end.saturating_sub(turns.start).max(1);
     let first = turns.start.min(all_turns.len());
     let end = turns.end.clamp(first, all_turns.len());
     let whole = first == 0 && end == all_turns.len();
@@ -179,7 +181,7 @@ pub fn render(
     page.filters(&mut body, &calls, &messages);
     body.push_str("<main>\n<section id=\"timeline\"><h2>Timeline</h2>\n");
     if !whole {
-        page.pages(&mut body, first, end, timeline.total_turns);
+        page.pages(&mut body, first..end, size, timeline.total_turns);
     }
     if timeline.turns.is_empty() {
         body.push_str("<p class=\"empty\">No prompt turn was recorded.</p>\n");
@@ -196,7 +198,7 @@ pub fn render(
         );
     }
     if !whole {
-        page.pages(&mut body, first, end, timeline.total_turns);
+        page.pages(&mut body, first..end, size, timeline.total_turns);
     }
     body.push_str("</section>\n");
 
@@ -258,8 +260,10 @@ struct Page<'a> {
 }
 
 impl Page<'_> {
-    /// Which turns this page shows, and the commands for the others.
-    fn pages(&self, out: &mut String, first: usize, end: usize, total: usize) {
+    /// Which turns this page shows (`shown`, from 0), and the commands for the pages of `size`
+    /// turns before and after it (a short last page does not shorten the others).
+    fn pages(&self, out: &mut String, shown: std::ops::Range<usize>, size: usize, total: usize) {
+        let (first, end) = (shown.start, shown.end);
         let command = |from: usize, to: usize| {
             format!(
                 "<code>acptap report {} --turns {from}-{to}</code>",
@@ -274,11 +278,11 @@ impl Page<'_> {
             end
         );
         if first > 0 {
-            let from = first.saturating_sub(end - first) + 1;
+            let from = first.saturating_sub(size) + 1;
             let _ = write!(out, " Previous: {}.", command(from, first));
         }
         if end < total {
-            let to = (end + (end - first)).min(total);
+            let to = end.saturating_add(size).min(total);
             let _ = write!(out, " Next: {}.", command(end + 1, to));
         }
         out.push_str("</p>\n");

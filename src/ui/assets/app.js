@@ -15,10 +15,15 @@ function el(tag, attrs = {}, ...children) {
   }
   for (const child of children.flat()) {
     if (child === undefined || child === null || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : document.createTextNode(visible(String(child))));
   }
   return node;
 }
+
+/// Text with its bidirectional controls shown as ⟨U+202E⟩: a recorded `‮gnp.exe` must not
+/// read as `exe.png`.
+const visible = (text) =>
+  text.replace(/[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g, (c) => `⟨U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`);
 
 async function get(path) {
   const response = await fetch(path, { credentials: "same-origin" });
@@ -259,6 +264,10 @@ async function openSession(connection, session, tab) {
 async function loadHead(first) {
   const head = await get(current.base);
   const s = head.session;
+  const changed = current.lines !== head.lines || current.state !== s.state;
+  current.lines = head.lines;
+  current.state = s.state;
+  if (!changed && !first) return false;
   $("where").textContent = ` › ${s.session_id}`;
   const pair = (name, value) => [el("dt", {}, name), el("dd", {}, value)];
   $("session-head").replaceChildren(
@@ -273,8 +282,14 @@ async function loadHead(first) {
   $("top").classList.toggle("live", s.state === "live");
   if (first) {
     $("follow").checked = s.state === "live";
-    const methods = head.methods.map(([method, count]) => el("option", { value: method }, `${method} (${count})`));
-    $("f-method").replaceChildren(el("option", { value: "" }, "any method"), ...methods);
+    // The filters offer what this session has (a custom tool kind included).
+    get(`${current.base}/facets`).then((facets) => {
+      const choices = (id, any, values) =>
+        $(id).replaceChildren(el("option", { value: "" }, any), ...values.map(([value, label]) => el("option", { value }, label)));
+      choices("f-method", "any method", facets.methods.map(([method, count]) => [method, `${method} (${count})`]));
+      choices("f-kind", "any kind", facets.kinds.map((kind) => [kind, kind]));
+      choices("f-status", "any status", facets.statuses.map((status) => [status, status]));
+    });
     const download = (file, label, extra = "") => el("a", { href: `${current.base}/download/${file}${extra}`, download: "" }, label);
     // The report is paged like `acptap report` (1,000 turns a file): one link, and a choice of
     // page when there is more than one.
@@ -297,6 +312,7 @@ async function loadHead(first) {
       download("otlp.json", "OpenTelemetry (OTLP/JSON)"),
     );
   }
+  return true;
 }
 
 function renderRow(item) {
@@ -474,6 +490,7 @@ function lineDetail(line) {
       ...field("answers line", line.reply_to_seq),
       ...field("time", time(line.ts)),
       ...field("size", `${line.size} bytes${line.truncated ? " (truncated in the recording)" : ""}${line.cut ? " (cut at 1 MiB here)" : ""}`),
+      ...field("line ending", line.line_ending ? "\\n" : "none (the stream ended without one)"),
       ...field("origin", line.origin),
     ),
     text(shown, "json"),
@@ -509,8 +526,8 @@ async function changed() {
   refreshing = true;
   try {
     if (current) {
-      await loadHead(false);
-      list.refresh();
+      // Another session's lines change nothing here.
+      if (await loadHead(false)) list.refresh();
     } else {
       await loadSessions();
     }
@@ -521,10 +538,15 @@ async function changed() {
 
 const events = new EventSource("/api/events");
 events.addEventListener("changed", () => {
-  $("status").textContent = "● live";
+  $("status").textContent = "connected";
   changed();
 });
 events.addEventListener("error", () => {
   $("status").textContent = "disconnected: is acptap ui still running?";
 });
+// The token has set the cookie: out of the address bar, so it is not kept in the history or
+// copied with the URL.
+if (new URLSearchParams(location.search).has("token")) {
+  history.replaceState(null, "", location.pathname + location.hash);
+}
 route();
