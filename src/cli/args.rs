@@ -51,6 +51,9 @@ pub enum Command {
     /// Find sessions and tool calls across every recording: by text (full-text, SQLite FTS5),
     /// tool kind, status or path; newest first.
     Search(SearchArgs),
+    /// List what redaction removes from a transcript file, or from a recording, with the rule
+    /// that matched: to see false positives before trusting it. Changes nothing.
+    Redact(RedactCheckArgs),
     /// A local web inspector: sessions, a live timeline of raw lines, on 127.0.0.1 with a token
     /// (see docs/ui.md). Prints the URL.
     Ui(UiArgs),
@@ -244,6 +247,24 @@ pub struct UiArgs {
     /// Open the URL in the browser (xdg-open).
     #[arg(long)]
     pub open: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RedactCheckArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// List what would be redacted (the only mode: nothing is ever rewritten).
+    #[arg(long, required = true)]
+    pub check: bool,
+    /// A transcript (`.jsonl`, as `acptap export` writes) or any text file, or a recorded
+    /// session (`last`, an id or a unique prefix).
+    #[arg(value_name = "FILE|SESSION")]
+    pub target: String,
+    #[command(flatten)]
+    pub redact: RedactArgs,
+    /// Print JSON: one object per finding.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,7 @@ mod queue;
 pub mod reader;
 pub mod redact;
 pub mod search;
+pub mod secrets;
 pub mod stats;
 pub mod store;
 pub mod transcript;

@@ -4,6 +4,7 @@
 pub(super) mod bench;
 pub(super) mod check;
 pub(super) mod maintenance;
+pub(super) mod redact;
 pub(super) mod replay;
 pub(super) mod run;
 pub(super) mod transfer;
