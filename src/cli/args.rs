@@ -510,12 +510,13 @@ pub struct ExportArgs {
 /// What is hidden from the recording: the same for `run` and `import`.
 #[derive(Debug, Args)]
 pub struct RedactArgs {
-    /// Replace matches of this regex with [REDACTED] in what is recorded, never in what is
-    /// forwarded (repeatable; adds to the config file's [redact] patterns).
+    /// Replace matches of this regex with [REDACTED:pattern] in what is recorded, never in what
+    /// is forwarded (repeatable; adds to the config file's [redact] patterns).
     #[arg(long = "redact", value_name = "REGEX")]
     pub redact: Vec<String>,
-    /// Do not redact the well-known secret shapes (mcpServers env and header values,
-    /// Authorization values, common token formats).
+    /// Do not redact secrets in known places (mcpServers env and headers, terminal env, _meta
+    /// headers) and of known formats (API keys, tokens, JWTs, private keys, Authorization
+    /// credentials).
     #[arg(long)]
     pub no_default_redact: bool,
 }
