@@ -50,7 +50,7 @@ fn page(limit: Option<usize>, default: usize) -> (usize, Option<String>) {
 /// The paged answer: `items` of `total` from `offset`, and how many more follow.
 fn paged(total: usize, offset: usize, items: Vec<Value>, note: Option<String>) -> Value {
     let shown = items.len();
-    let more = total.saturating_sub(offset + shown);
+    let more = total.saturating_sub(offset.saturating_add(shown));
     let mut answer = json!({
         "total": total,
         "offset": offset,
@@ -58,7 +58,7 @@ fn paged(total: usize, offset: usize, items: Vec<Value>, note: Option<String>) -
         "more": more,
     });
     if more > 0 {
-        answer["next_offset"] = json!(offset + shown);
+        answer["next_offset"] = json!(offset.saturating_add(shown));
     }
     if let Some(note) = note {
         answer["note"] = json!(note);
@@ -192,10 +192,11 @@ pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Resul
     let session = session(reader, &args.session)?;
     let (count, note) = page(args.turns, 5);
     let first = args.from_turn.unwrap_or(1).max(1) - 1;
+    let end = first.saturating_add(count);
     let head = show::head(reader, &session)?;
     let mut turns = Vec::new();
     let mut size = 0;
-    show::for_each_turn(reader, &session, first..first + count, |turn| {
+    show::for_each_turn(reader, &session, first..end, |turn| {
         if size > ANSWER_BYTES {
             return;
         }
@@ -236,9 +237,9 @@ pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Resul
         "session": session_row(&head.session),
         "total_turns": head.total_turns,
         "turns": turns,
-        "more_turns": head.total_turns.saturating_sub(first + shown),
+        "more_turns": head.total_turns.saturating_sub(first.saturating_add(shown)),
     });
-    if first + shown < head.total_turns {
+    if first.saturating_add(shown) < head.total_turns {
         answer["next_from_turn"] = json!(first + shown + 1);
     }
     if let Some(note) = note {
@@ -464,24 +465,60 @@ pub struct Search {
     pub text: String,
     /// Sessions to return (default 10, at most 100).
     pub limit: Option<usize>,
+    /// Sessions to skip.
+    pub offset: Option<usize>,
 }
+
+/// The most sessions a search reads, to page through.
+const MAX_SEARCH_SESSIONS: usize = 1_000;
 
 pub fn search(reader: &Reader, args: Search) -> anyhow::Result<Value> {
     if args.text.trim().is_empty() {
         return Err(bad("text is empty: give words to find"));
     }
     let (limit, note) = page(args.limit, 10);
+    let offset = args.offset.unwrap_or(0);
     let query = crate::record::search::Search {
         text: Some(args.text.clone()),
         ..Default::default()
     };
-    let hits = crate::record::search::search(reader, &query, limit + 1)?;
-    let more = hits.len() > limit;
-    let mut items = json!(hits.into_iter().take(limit).collect::<Vec<_>>());
-    cut_json_strings(&mut items, LIST_TEXT);
-    let mut answer = json!({"items": items, "more": more});
-    if let Some(note) = note {
-        answer["note"] = json!(note);
+    let hits = crate::record::search::search(reader, &query, MAX_SEARCH_SESSIONS)
+        .map_err(|e| bad(format!("cannot search for {:?}: {e}", args.text)))?;
+    let items: Vec<Value> = hits
+        .iter()
+        .skip(offset)
+        .take(limit)
+        .map(|hit| {
+            let mut row = json!({
+                "session": hit.session_id,
+                "connection": hit.connection_id,
+                "started": format_time(hit.started_at),
+                "matching_lines": hit.lines,
+                "first_matching_line": hit.first_seq,
+                "tool_calls": hit.tool_calls,
+            });
+            cut_json_strings(&mut row, LIST_TEXT);
+            row
+        })
+        .collect();
+    let mut answer = paged(hits.len(), offset, items, note);
+    if hits.len() == MAX_SEARCH_SESSIONS {
+        answer["note"] = json!(format!(
+            "only the newest {MAX_SEARCH_SESSIONS} matching sessions are read: give more words"
+        ));
+    }
+    match crate::record::search::unindexed_lines(reader)? {
+        Some(0) => {}
+        Some(n) => {
+            answer["index_note"] = json!(format!(
+                "{n} recorded line(s) are not in the search index yet, so are not searched: \
+                 `acptap search` (any query) or `acptap migrate` adds them"
+            ))
+        }
+        None => {
+            answer["index_note"] =
+                json!("this database has no search index yet: `acptap migrate` makes it")
+        }
     }
     Ok(answer)
 }
@@ -492,6 +529,8 @@ pub struct CheckSession {
     pub session: String,
     /// Findings to return (default 50, at most 100).
     pub limit: Option<usize>,
+    /// Findings to skip.
+    pub offset: Option<usize>,
 }
 
 pub fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Value> {
@@ -515,9 +554,11 @@ pub fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Valu
         raw,
     }));
     let (limit, note) = page(args.limit, 50);
+    let offset = args.offset.unwrap_or(0);
     let findings: Vec<Value> = outcome
         .findings
         .iter()
+        .skip(offset)
         .take(limit)
         .map(|f| {
             let mut v = json!(f);
@@ -525,14 +566,10 @@ pub fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Valu
             v
         })
         .collect();
-    Ok(json!({
-        "session": session.session_id,
-        "lines": lines.len(),
-        "total_findings": outcome.findings.len(),
-        "findings": findings,
-        "more": outcome.findings.len().saturating_sub(limit),
-        "note": note,
-    }))
+    let mut answer = paged(outcome.findings.len(), offset, findings, note);
+    answer["session"] = json!(session.session_id);
+    answer["lines"] = json!(lines.len());
+    Ok(answer)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -558,10 +595,21 @@ pub fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value>
     if args.policy_files.is_empty() {
         return Err(bad("policy_files is empty: name at least one policy file"));
     }
+    // Policy files only: the tool reads what it is given, and its errors quote what they read.
+    if let Some(other) = args.policy_files.iter().find(|f| !f.ends_with(".toml")) {
+        return Err(bad(format!(
+            "{other}: not a policy file (a policy is a `.toml` file, see docs/policy.md)"
+        )));
+    }
     let files: Vec<std::path::PathBuf> = args.policy_files.iter().map(Into::into).collect();
     let policy = Policy::load(&files).map_err(|e| bad(format!("{e}")))?;
     match (&args.request, &args.session, &args.tool_call_id) {
         (Some(request), None, None) => {
+            if !request.is_object() {
+                return Err(bad(
+                    "request: the params of a session/request_permission (a JSON object), or the whole message",
+                ));
+            }
             let params = match request.get("params") {
                 Some(params) if request.get("method").is_some() => params,
                 _ => request,
@@ -576,7 +624,9 @@ pub fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value>
             };
             let input = DecisionInput::new(params, None, context, None);
             let verdict = policy.decide_input(&input, params.get("options"));
-            Ok(json!({"verdict": verdict, "input": input}))
+            let mut answer = json!({"verdict": verdict, "input": input});
+            cut_json_strings(&mut answer, DETAIL_TEXT);
+            Ok(answer)
         }
         (None, Some(spec), Some(id)) => {
             let session = session(reader, spec)?;

@@ -399,6 +399,12 @@ const MAX_GLOB_SCANNED: usize = 20_000;
 /// Makes `path` absolute against `cwd` (and `~` against `home`), resolving `.`, `..` and
 /// symlinks. `None` if it cannot be placed: relative with no cwd, or a symlink loop.
 pub fn normalise(path: &str, cwd: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+    // Longer than Linux's PATH_MAX: no file has such a path, and resolving one segment by
+    // segment would cost time quadratic in its length (a 5 MB path took the better part of an
+    // hour): it cannot be placed.
+    if path.len() > PATH_MAX {
+        return None;
+    }
     if let Some(url) = url_scheme(path) {
         // `file:///etc/passwd` is a path outside, not a relative one named `file:`; any other
         // URL is not a file this policy can place.
@@ -421,9 +427,15 @@ pub fn normalise(path: &str, cwd: Option<&Path>, home: Option<&Path>) -> Option<
     } else {
         cwd?.join(path)
     };
+    if absolute.as_os_str().len() > PATH_MAX {
+        return None;
+    }
     let mut budget = MAX_SYMLINKS;
     resolve(&absolute, &mut budget)
 }
+
+/// The longest path Linux takes (`PATH_MAX`, with its terminating NUL).
+const PATH_MAX: usize = 4096;
 
 /// The scheme of a URL-shaped string (`file://...`, `https://...`, `file:/x`), lowercased.
 fn url_scheme(text: &str) -> Option<&str> {
@@ -501,6 +513,19 @@ fn resolve(path: &Path, budget: &mut usize) -> Option<PathBuf> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_path_longer_than_path_max_cannot_be_placed_and_costs_nothing() {
+        let long = "d/".repeat(2_500_000);
+        let started = std::time::Instant::now();
+        assert_eq!(normalise(&long, Some(Path::new("/p")), None), None);
+        assert_eq!(
+            normalise(&format!("/{}", "a/".repeat(2_100)), None, None),
+            None
+        );
+        assert!(normalise(&format!("/{}", "a/".repeat(1_000)), None, None).is_some());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
 
     #[test]
     fn dot_dot_cannot_climb_out_lexically() {

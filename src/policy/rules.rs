@@ -299,6 +299,41 @@ pub fn compile_globs(
 /// meaning to, so a pattern that compiles here compiles in every session.
 const AWKWARD_DIRS: [&str; 2] = ["/c w[d]{a,b}*?!\\", "/h[o{m,e"];
 
+/// The most a policy file may hold.
+const MAX_POLICY_BYTES: u64 = 1 << 20;
+
+/// A policy file's text: a regular file (not a pipe or a device, which could block or never
+/// end) of at most 1 MiB.
+fn read_policy_file(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Non-blocking: opening a named pipe would otherwise wait for a writer.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot read the policy file: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read the policy file: {e}"))?;
+    if !meta.is_file() {
+        return Err(
+            "not a policy file: a regular file is needed (not a directory, pipe or device)".into(),
+        );
+    }
+    if meta.len() > MAX_POLICY_BYTES {
+        return Err(format!(
+            "the policy file is {} bytes: at most {MAX_POLICY_BYTES} are read",
+            meta.len()
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_POLICY_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the policy file: {e}"))?;
+    Ok(text)
+}
+
 impl PolicySet {
     /// Loads and checks policy files. Examples and tests are parsed here; running them is
     /// `Policy::self_check`.
@@ -315,12 +350,12 @@ impl PolicySet {
         let mut hasher = sha2::Sha256::new();
         let mut defaults = Vec::new();
         for file in files {
-            let text = std::fs::read_to_string(file).map_err(|e| PolicyError {
+            let text = read_policy_file(file).map_err(|message| PolicyError {
                 origin: Origin {
                     file: file.clone(),
                     line: 0,
                 },
-                message: format!("cannot read the policy file: {e}"),
+                message,
             })?;
             hasher.update(text.as_bytes());
             defaults.push(set.add_file(file, &text)?);

@@ -190,3 +190,33 @@ mod tests {
         assert_eq!(phrase(r#"say "hi" OR x"#), r#""say ""hi"" OR x""#);
     }
 }
+
+/// How many recorded lines the search index has not taken in yet (it is brought up to date by
+/// `acptap search` and `acptap migrate`, never by the recorder); `None` before the index exists.
+pub fn unindexed_lines(reader: &Reader) -> rusqlite::Result<Option<i64>> {
+    use rusqlite::OptionalExtension as _;
+    let last: Option<i64> = reader
+        .conn()
+        .query_row("SELECT last_message_id FROM search_indexed", [], |r| {
+            r.get(0)
+        })
+        .optional()
+        .or_else(|e| match e {
+            // A database from before the index: no table.
+            rusqlite::Error::SqliteFailure(_, Some(ref m)) if m.contains("no such table") => {
+                Ok(None)
+            }
+            e => Err(e),
+        })?;
+    let Some(last) = last else {
+        return Ok(None);
+    };
+    reader
+        .conn()
+        .query_row(
+            "SELECT count(*) FROM messages WHERE id > ?1 AND direction != 'stderr'",
+            [last],
+            |r| r.get(0),
+        )
+        .map(Some)
+}

@@ -29,27 +29,27 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "anthropic-api-key",
-        pattern: r"\bsk-ant-(?:api|admin|oat|ort)[0-9]{2}-[A-Za-z0-9_\-]{80,120}",
+        pattern: r"(?-u:\b)sk-ant-(?:api|admin|oat|ort)[0-9]{2}-[A-Za-z0-9_\-]{80,120}",
         check: None,
     },
     Rule {
         id: "openai-api-key",
-        pattern: r"\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,200}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}\b|[A-Za-z0-9]{48}\b)",
+        pattern: r"(?-u:\b)sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,200}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}(?-u:\b)|[A-Za-z0-9]{48}(?-u:\b))",
         check: None,
     },
     Rule {
         id: "github-token",
-        pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{36}\b|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}\b)",
+        pattern: r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36}(?-u:\b)|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}(?-u:\b))",
         check: None,
     },
     Rule {
         id: "gitlab-token",
-        pattern: r"\bgl(?:pat|dt|rt|ptt|soat|cbt|imt|oas|ffct|ft)-[A-Za-z0-9_\-]{20,64}",
+        pattern: r"(?-u:\b)gl(?:pat|dt|rt|ptt|soat|cbt|imt|oas|ffct|ft)-[A-Za-z0-9_\-]{20,64}",
         check: None,
     },
     Rule {
         id: "slack-token",
-        pattern: r"\b(?:xox[abposer]-(?:[0-9]{6,13}-){1,3}[A-Za-z0-9\-]{6,}|xapp-[0-9]-[A-Z0-9]{6,}-[0-9]{6,}-[A-Za-z0-9]{20,})",
+        pattern: r"(?-u:\b)(?:xox[abposer]-(?:[0-9]{6,13}-){1,3}[A-Za-z0-9\-]{6,}|xapp-[0-9]-[A-Z0-9]{6,}-[0-9]{6,}-[A-Za-z0-9]{20,})",
         check: None,
     },
     Rule {
@@ -59,7 +59,7 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "aws-access-key-id",
-        pattern: r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}\b",
+        pattern: r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}(?-u:\b)",
         check: None,
     },
     Rule {
@@ -69,27 +69,27 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         id: "gcp-api-key",
-        pattern: r"\bAIza[0-9A-Za-z_\-]{35}(?:[^0-9A-Za-z_\-]|$)",
+        pattern: r"(?-u:\b)AIza[0-9A-Za-z_\-]{35}(?:[^0-9A-Za-z_\-]|$)",
         check: None,
     },
     Rule {
         id: "stripe-access-token",
-        pattern: r"\b(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{20,99}\b",
+        pattern: r"(?-u:\b)(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{20,99}(?-u:\b)",
         check: None,
     },
     Rule {
         id: "jwt",
-        pattern: r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
+        pattern: r"(?-u:\b)eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
         check: None,
     },
     Rule {
         id: "authorization-header",
-        pattern: r#"(?i)\b(?:proxy-)?authorization\b[\s"'\\]{0,4}[:=][\s"'\\]{0,4}(?:(?:bearer|basic|token|digest|apikey|api-key)\s+)?(?P<secret>[A-Za-z0-9._~+/=\-]{8,})"#,
+        pattern: r#"(?i)(?-u:\b)(?:proxy-)?authorization(?-u:\b)[\s"'\\]{0,4}[:=][\s"'\\]{0,4}(?:(?:bearer|basic|token|digest|apikey|api-key)\s+)?(?P<secret>[A-Za-z0-9._~+/=\-]{8,})"#,
         check: Some(plausible_credential),
     },
     Rule {
         id: "api-key-header",
-        pattern: r#"(?i)\b(?:x-api-key|api-key|x-auth-token|x-goog-api-key|private-token|anthropic-api-key|openai-api-key)\b[\s"'\\]{0,4}[:=][\s"'\\]{0,4}(?P<secret>[A-Za-z0-9._~+/=\-]{16,})"#,
+        pattern: r#"(?i)(?-u:\b)(?:x-api-key|api-key|x-auth-token|x-goog-api-key|private-token|anthropic-api-key|openai-api-key)(?-u:\b)[\s"'\\]{0,4}[:=][\s"'\\]{0,4}(?P<secret>[A-Za-z0-9._~+/=\-]{16,})"#,
         check: Some(plausible_credential),
     },
 ];

@@ -25,7 +25,11 @@ fn client(sb: &Sandbox, calls: &[Value]) -> Value {
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py"))
         .arg(acptap_bin())
         .arg(sb.db())
-        .arg(serde_json::to_string(calls).unwrap())
+        .arg({
+            let file = sb.path("calls.json");
+            std::fs::write(&file, serde_json::to_string(calls).unwrap()).unwrap();
+            format!("@{}", file.display())
+        })
         .current_dir(sb.dir.path())
         .output()
         .unwrap_or_else(|e| panic!("{}: {e} (bash .ci/run installs it)", python.display()));
@@ -241,7 +245,7 @@ fn every_tool_answers_as_the_commands_do() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|hit| hit["session_id"] == CLAUDE),
+            .any(|hit| hit["session"] == CLAUDE),
         "{found}"
     );
 
@@ -253,7 +257,7 @@ fn every_tool_answers_as_the_commands_do() {
     let checked = answer(&report, 7);
     let cli = json_of(&sb, &["check", "--json", CLAUDE]);
     assert_eq!(
-        checked["total_findings"],
+        checked["total"],
         cli["results"][0]["findings"].as_array().unwrap().len()
     );
 
@@ -278,6 +282,20 @@ fn every_tool_answers_as_the_commands_do() {
 fn bad_input_gets_an_mcp_error_and_the_server_goes_on() {
     let sb = Sandbox::new();
     sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let fifo = sb.path("fifo.toml");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let policy = sb.path("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[[rule]]\nid = \"edits\"\ndecision = \"allow\"\nkind = \"edit\"\npaths = [\"/p/**\"]\n",
+    )
+    .unwrap();
     let calls = vec![
         json!({"tool": "session_timeline", "arguments": {"session": "no-such-session"}}),
         json!({"tool": "list_sessions", "arguments": {"limit": 1_000_000_000u64}}),
@@ -291,6 +309,15 @@ fn bad_input_gets_an_mcp_error_and_the_server_goes_on() {
         json!({"tool": "no_such_tool", "arguments": {}}),
         json!({"resource": "acptap://session/99/x/report.html"}),
         json!({"resource": "file:///etc/passwd"}),
+        // Numbers at their limits, files that are not policies, a path no file can have.
+        json!({"tool": "session_timeline", "arguments": {"session": "last", "from_turn": u64::MAX}}),
+        json!({"tool": "policy_check", "arguments": {"policy_files": ["/dev/zero"], "request": {}}}),
+        json!({"tool": "policy_check", "arguments": {"policy_files": [fifo], "request": {}}}),
+        json!({"tool": "policy_check", "arguments": {"policy_files": [policy], "cwd": "/p", "request": {"sessionId": "s", "toolCall": {"toolCallId": "t", "kind": "edit", "locations": [{"path": "d/".repeat(500_000)}]}, "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]}}}),
+        json!({"tool": "policy_check", "arguments": {"policy_files": [policy], "request": "hello"}}),
+        // Imported, not yet indexed: the search says why it finds nothing.
+        json!({"tool": "search", "arguments": {"text": "hello"}}),
+        json!({"tool": "check_session", "arguments": {"session": "last", "offset": 1_000_000}}),
         json!({"tool": "session_timeline", "arguments": {"session": "last", "turns": 1}}),
     ];
     let report = client(&sb, &calls);
@@ -332,7 +359,24 @@ fn bad_input_gets_an_mcp_error_and_the_server_goes_on() {
             results[n]
         );
     }
+    let beyond = answer(&report, 12);
+    assert_eq!(beyond["turns"], json!([]), "{beyond}");
+    tool_error(13, "not a policy file");
+    tool_error(14, "not a policy file");
+    // A 1 MB path cannot be placed: the policy leaves the request to the user, at once.
+    let deep = answer(&report, 15);
+    assert_eq!(deep["verdict"]["decision"], "ask", "{deep}");
+    tool_error(16, "JSON object");
+    let unindexed = answer(&report, 17);
+    assert!(
+        unindexed["index_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("not in the search index yet")),
+        "{unindexed}"
+    );
+    let past = answer(&report, 18);
+    assert_eq!(past["items"], json!([]), "{past}");
     // Still serving after all that.
-    let last = answer(&report, 12);
+    let last = answer(&report, 19);
     assert_eq!(last["total_turns"], 1);
 }

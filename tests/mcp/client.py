@@ -5,7 +5,7 @@ resources, then runs each call of CALLS (a JSON list of {"tool": NAME, "argument
 result {"is_error", "text"} (a tool) or {"error"} (a protocol error) or {"text", "mime"} (a
 resource).
 
-Usage: client.py ACPTAP DB CALLS_JSON
+Usage: client.py ACPTAP DB CALLS_JSON   (or @FILE holding the JSON)
 """
 import asyncio, json, sys
 
@@ -44,4 +44,7 @@ async def main(exe, db, calls):
             }))
 
 
-asyncio.run(main(sys.argv[1], sys.argv[2], json.loads(sys.argv[3])))
+calls = sys.argv[3]
+if calls.startswith("@"):
+    calls = open(calls[1:]).read()
+asyncio.run(main(sys.argv[1], sys.argv[2], json.loads(calls)))
