@@ -176,21 +176,6 @@ pub fn search(reader: &Reader, search: &Search, limit: usize) -> rusqlite::Resul
     Ok(hits)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_index_holds_the_words_not_the_ids() {
-        let raw = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"tool_call","toolCallId":"c9","title":"Edit hello.py","kind":"edit","rawInput":{"command":"cargo test"}}}}"#;
-        let text = searchable_text(raw);
-        assert!(text.contains("Edit hello.py") && text.contains("cargo test"));
-        assert!(!text.contains("s-1") && !text.contains("c9") && !text.contains("session/update"));
-        assert_eq!(searchable_text(b"not json"), "");
-        assert_eq!(phrase(r#"say "hi" OR x"#), r#""say ""hi"" OR x""#);
-    }
-}
-
 /// How many recorded lines the search index has not taken in yet (it is brought up to date by
 /// `acptap search` and `acptap migrate`, never by the recorder); `None` before the index exists.
 pub fn unindexed_lines(reader: &Reader) -> rusqlite::Result<Option<i64>> {
@@ -219,4 +204,19 @@ pub fn unindexed_lines(reader: &Reader) -> rusqlite::Result<Option<i64>> {
             |r| r.get(0),
         )
         .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_holds_the_words_not_the_ids() {
+        let raw = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"tool_call","toolCallId":"c9","title":"Edit hello.py","kind":"edit","rawInput":{"command":"cargo test"}}}}"#;
+        let text = searchable_text(raw);
+        assert!(text.contains("Edit hello.py") && text.contains("cargo test"));
+        assert!(!text.contains("s-1") && !text.contains("c9") && !text.contains("session/update"));
+        assert_eq!(searchable_text(b"not json"), "");
+        assert_eq!(phrase(r#"say "hi" OR x"#), r#""say ""hi"" OR x""#);
+    }
 }
