@@ -78,9 +78,11 @@ impl Redactor {
     pub fn findings(&self, line: &[u8]) -> Vec<Finding> {
         let mut found: Vec<Finding> = Vec::new();
         if let Some(detector) = &self.defaults {
-            if memchr::memmem::find(line, b"mcpServers").is_some()
-                || memchr::memmem::find(line, b"terminal/create").is_some()
-                || memchr::memmem::find(line, b"_meta").is_some()
+            // Parsed only when a known place can be in it (most lines: no).
+            let has = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
+            if has(b"mcpServers")
+                || has(b"terminal/create")
+                || (has(b"_meta") && (has(b"headers") || has(b"Headers")))
             {
                 found.extend(known_places(line));
             }
