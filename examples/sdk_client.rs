@@ -17,7 +17,8 @@
 //!
 //! ```json
 //! {"stopReason": "end_turn", "sessionId": "...", "agentMessages": ["..."],
-//!  "toolCalls": {"call_1": {"title": "...", "kind": "read", "status": "completed"}},
+//!  "toolCalls": {"call_1": {"title": "...", "kind": "read", "status": "completed",
+//!                "locations": ["/abs/path"]}},
 //!  "permissionRequests": [{"toolCallId": "call_2", "chosenOptionId": "allow"}],
 //!  "agentExitCode": 0}
 //! ```
@@ -221,6 +222,7 @@ fn summarize(
                 "title": call.title,
                 "kind": call.kind,
                 "status": call.status,
+                "locations": call.locations.iter().map(|l| &l.path).collect::<Vec<_>>(),
             });
             (call.tool_call_id.0.to_string(), state)
         })

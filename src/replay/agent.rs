@@ -1,24 +1,35 @@
-//! `acptap replay SESSION --as agent`: plays a recorded agent to a live client on stdin/stdout.
+//! `acptap replay SESSION --as agent`: plays a recorded agent to a live client on stdin/stdout,
+//! reacting to what the live client does.
 //!
 //! The recording is a script. Walking it in order:
 //!
-//! - a recorded client line is something to wait for: a request of the same method (its live id
-//!   is remembered), or the client's answer to a request the replay sent; a recorded client
-//!   notification (`session/cancel`) is not waited for, so a client that never cancels still gets
-//!   the rest of the recorded turn;
+//! - a recorded client request is something to wait for: a request of the same method (its live
+//!   id is remembered); a recorded answer of the client to a request the replay sent is waited
+//!   for, and compared with the recorded one (a permission's outcome and option kind, success or
+//!   error of `fs/*` and `terminal/*`): each difference is said on stderr and in the summary at
+//!   the end, and with `--strict` the replay ends at the first;
+//! - a recorded client notification (`session/cancel`) is not waited for: a client that never
+//!   cancels gets the recorded end of the turn (`stopReason: "cancelled"`), and stderr says so;
+//! - a live `session/cancel` ends the turn at once: the rest of its recorded traffic is not sent,
+//!   and the prompt is answered with `stopReason: "cancelled"`; the replay goes on with the next
+//!   turn;
 //! - a recorded agent line is sent: a response with the live client's id in place of the recorded
-//!   one, requests (fs, terminal, permission) and notifications as they were, byte for byte but
-//!   for the id and, with `--session-ids rewrite`, the session ids.
+//!   one, requests (fs, terminal, permission) and notifications as they were, but for the id,
+//!   with `--session-ids rewrite` the session ids, and the paths: every path in a field ACP
+//!   defines as one (`fs/*` `path`, `terminal/create` `cwd`, tool-call `locations`, diff `path`)
+//!   that lies under the recorded cwd is moved to the live session's cwd, and a line with an
+//!   absolute path outside it is not sent at all (a replay never touches other files).
 //!
 //! A client request the script does not expect gets a JSON-RPC error saying what the recording
 //! expected at that point (logged on stderr too); with `--strict` the replay ends instead.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, Write};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::Duration;
 
 use anyhow::bail;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::script::{ScriptLine, with_id, with_renamed_strings};
 use crate::protocol::{Direction, Message, MessageKind, parse_line};
@@ -29,6 +40,31 @@ pub struct AgentReplayOptions {
     pub speed: Option<f64>,
     pub strict: bool,
     pub rewrite_session_ids: bool,
+}
+
+/// How a replay as the agent went: the live client's answers that differed from the recorded
+/// ones, and the lines not sent because a path lay outside the recorded cwd.
+#[derive(Debug, Default)]
+pub struct AgentReplayReport {
+    pub differences: Vec<String>,
+    pub refused: Vec<String>,
+}
+
+impl AgentReplayReport {
+    /// In the format of replay as client's report.
+    pub fn render(&self) -> String {
+        let mut out =
+            String::from("recorded: the agent of the recording\nlive:     the client on stdin\n");
+        for line in self.differences.iter().chain(&self.refused) {
+            out.push_str(&format!("  {line}\n"));
+        }
+        out.push_str(&match self.differences.len() {
+            0 => "no divergence\n".to_owned(),
+            1 => "1 divergence\n".to_owned(),
+            n => format!("{n} divergences\n"),
+        });
+        out
+    }
 }
 
 /// What the replay waits for next.
@@ -44,17 +80,74 @@ fn describe(line: &ScriptLine) -> String {
     }
 }
 
-struct Replayer<R, W> {
-    input: R,
+/// The turn being played: the prompt's recorded and live ids.
+struct Turn {
+    recorded_id: String,
+    live_id: String,
+    /// The live client sent `session/cancel` for it.
+    cancelled: bool,
+    /// The recording has the client cancel it (said once).
+    recorded_cancel_said: bool,
+}
+
+struct Replayer<W> {
+    /// The live client's lines, read by a thread so that a cancel is seen while lines are sent.
+    incoming: Receiver<Message>,
+    /// Lines read while looking for a cancel, not yet handled.
+    pending: VecDeque<Message>,
     output: W,
     options: AgentReplayOptions,
-    turn: usize,
+    turn_number: usize,
+    turn: Option<Turn>,
     /// Recorded client request id -> the live client's id for the same request.
     ids: HashMap<String, String>,
     sessions: HashMap<String, String>,
+    /// (recorded cwd, live cwd) of each session opened.
+    cwds: Vec<(String, String)>,
+    /// The requests the replay sent, by id: their method and params (to compare the answers).
+    sent: HashMap<String, (String, Value)>,
+    /// Recorded agent requests not sent (a path outside the cwd): their answers are not waited
+    /// for.
+    not_sent: std::collections::HashSet<String>,
+    report: AgentReplayReport,
 }
 
-impl<R: BufRead, W: Write> Replayer<R, W> {
+/// The answer's shape that is compared: `ok`, or `error CODE`; for a permission, its outcome and
+/// the kind of the option chosen.
+fn answer_shape(method: &str, request: &Value, answer: &Value) -> String {
+    if let Some(error) = answer.get("error") {
+        return format!(
+            "error {} ({})",
+            error.get("code").map(Value::to_string).unwrap_or_default(),
+            error.get("message").and_then(Value::as_str).unwrap_or("")
+        );
+    }
+    if method == "session/request_permission" {
+        let outcome = answer
+            .pointer("/result/outcome/outcome")
+            .and_then(Value::as_str);
+        let chosen = answer
+            .pointer("/result/outcome/optionId")
+            .and_then(Value::as_str);
+        let kind = chosen.and_then(|id| {
+            request
+                .get("options")?
+                .as_array()?
+                .iter()
+                .find(|o| o.get("optionId").and_then(Value::as_str) == Some(id))?
+                .get("kind")?
+                .as_str()
+        });
+        return match (outcome, kind) {
+            (Some("selected"), Some(kind)) => format!("selected {kind}"),
+            (Some(outcome), _) => outcome.to_owned(),
+            (None, _) => "no outcome".to_owned(),
+        };
+    }
+    "ok".to_owned()
+}
+
+impl<W: Write> Replayer<W> {
     fn send(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
         self.output.write_all(bytes)?;
         self.output.flush()?;
@@ -62,19 +155,40 @@ impl<R: BufRead, W: Write> Replayer<R, W> {
     }
 
     /// The next live line from the client; `None` at end of input.
-    fn read(&mut self) -> anyhow::Result<Option<Message>> {
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            if self.input.read_until(b'\n', &mut line)? == 0 {
-                return Ok(None);
-            }
-            let message = parse_line(&line);
-            if message.kind != MessageKind::Invalid {
-                return Ok(Some(message));
-            }
-            eprintln!("acptap replay: ignoring a client line that is not JSON-RPC");
+    fn read(&mut self) -> Option<Message> {
+        if let Some(message) = self.pending.pop_front() {
+            return Some(message);
         }
+        let message = self.incoming.recv().ok()?;
+        self.note_cancel(&message);
+        Some(message)
+    }
+
+    /// Marks the turn cancelled when `message` is the live client's `session/cancel`.
+    fn note_cancel(&mut self, message: &Message) {
+        if message.kind == MessageKind::Notification
+            && message.method.as_deref() == Some("session/cancel")
+            && let Some(turn) = &mut self.turn
+        {
+            turn.cancelled = true;
+        }
+    }
+
+    /// Takes in what the client sent meanwhile, without waiting: a cancel is noted at once.
+    fn look(&mut self) {
+        loop {
+            match self.incoming.try_recv() {
+                Ok(message) => {
+                    self.note_cancel(&message);
+                    self.pending.push_back(message);
+                }
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,
+            }
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.turn.as_ref().is_some_and(|t| t.cancelled)
     }
 
     /// Answers a client request the recording cannot answer here.
@@ -82,7 +196,7 @@ impl<R: BufRead, W: Write> Replayer<R, W> {
         let method = live.method.as_deref().unwrap_or("?");
         let why = format!(
             "acptap replay: the recording has no answer for `{method}` at turn {}: it expects {expected} next",
-            self.turn
+            self.turn_number
         );
         eprintln!("{why}");
         if let Some(id) = &live.id {
@@ -97,14 +211,38 @@ impl<R: BufRead, W: Write> Replayer<R, W> {
         Ok(())
     }
 
-    /// Waits for the live client's counterpart of a recorded client line.
+    /// A difference between the live client and the recording: said now, summed up at the end.
+    fn differ(&mut self, what: String) -> anyhow::Result<()> {
+        eprintln!("acptap replay: divergence: {what}");
+        self.report.differences.push(what);
+        if self.options.strict {
+            bail!("the live client departed from the recording (--strict)");
+        }
+        Ok(())
+    }
+
+    /// Waits for the live client's counterpart of a recorded client line. Returns early when
+    /// the live client cancels the turn.
     fn expect(&mut self, recorded: &ScriptLine) -> anyhow::Result<()> {
         let expected = describe(recorded);
+        if recorded.message.kind == MessageKind::Response
+            && recorded
+                .message
+                .id
+                .as_ref()
+                .is_some_and(|id| self.not_sent.contains(id))
+        {
+            return Ok(());
+        }
         loop {
-            let Some(live) = self.read()? else {
+            if recorded.message.kind == MessageKind::Response && self.cancelled() {
+                // The turn is over: its answers are not waited for.
+                return Ok(());
+            }
+            let Some(live) = self.read() else {
                 bail!(
                     "the client closed its output while the replay waited for {expected} (turn {})",
-                    self.turn
+                    self.turn_number
                 );
             };
             let same_method = live.method == recorded.message.method;
@@ -112,21 +250,41 @@ impl<R: BufRead, W: Write> Replayer<R, W> {
                 (MessageKind::Request, MessageKind::Request) if same_method => {
                     if let (Some(recorded_id), Some(live_id)) = (&recorded.message.id, &live.id) {
                         self.ids.insert(recorded_id.clone(), live_id.clone());
+                        if live.method.as_deref() == Some("session/prompt") {
+                            self.turn_number += 1;
+                            self.turn = Some(Turn {
+                                recorded_id: recorded_id.clone(),
+                                live_id: live_id.clone(),
+                                cancelled: false,
+                                recorded_cancel_said: false,
+                            });
+                        }
                     }
-                    if live.method.as_deref() == Some("session/prompt") {
-                        self.turn += 1;
+                    if matches!(live.method.as_deref(), Some("session/new" | "session/load")) {
+                        let cwd = |m: &Message| {
+                            m.params()
+                                .and_then(|p| p.get("cwd"))
+                                .and_then(Value::as_str)
+                                .map(|c| c.trim_end_matches('/').to_owned())
+                        };
+                        if let (Some(recorded_cwd), Some(live_cwd)) =
+                            (cwd(&recorded.message), cwd(&live))
+                        {
+                            self.cwds.push((recorded_cwd, live_cwd));
+                        }
                     }
                     return Ok(());
                 }
                 (MessageKind::Notification, MessageKind::Notification) if same_method => {
                     return Ok(());
                 }
-                // The client's notifications are never waited for (see `replay_as_agent`).
+                // The client's notifications are never waited for (see the module's comment).
                 (_, MessageKind::Notification) => {}
                 // Our own requests keep the recorded ids, so the answer comes with the same id.
                 (MessageKind::Response, MessageKind::Response)
                     if live.id == recorded.message.id =>
                 {
+                    self.compare_answer(recorded, &live)?;
                     return Ok(());
                 }
                 (_, MessageKind::Request) => self.refuse(&live, &expected)?,
@@ -141,8 +299,138 @@ impl<R: BufRead, W: Write> Replayer<R, W> {
         }
     }
 
+    /// Compares the live client's answer to a request of the replay with the recorded answer.
+    fn compare_answer(&mut self, recorded: &ScriptLine, live: &Message) -> anyhow::Result<()> {
+        let Some(id) = &recorded.message.id else {
+            return Ok(());
+        };
+        let Some((method, params)) = self.sent.get(id).cloned() else {
+            return Ok(());
+        };
+        if self.cancelled() {
+            // Answers to a cancelled turn's requests differ by design (`cancelled`).
+            return Ok(());
+        }
+        let null = Value::Null;
+        let recorded_shape = answer_shape(
+            &method,
+            &params,
+            recorded.message.value.as_ref().unwrap_or(&null),
+        );
+        let live_shape = answer_shape(&method, &params, live.value.as_ref().unwrap_or(&null));
+        if recorded_shape != live_shape {
+            self.differ(format!(
+                "turn {}: `{method}` (request {id}): the recording answered {recorded_shape}, the live client {live_shape}",
+                self.turn_number
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// The recorded cwd a path lies under, and the path moved to the live cwd; `Err` for an
+    /// absolute path outside every recorded cwd.
+    fn map_path(&self, path: &str) -> Result<Option<String>, ()> {
+        if !path.starts_with('/') {
+            return Ok(None);
+        }
+        for (recorded, live) in &self.cwds {
+            if path == recorded {
+                return Ok(Some(live.clone()));
+            }
+            if let Some(rest) = path.strip_prefix(recorded.as_str())
+                && rest.starts_with('/')
+            {
+                return Ok((recorded != live).then(|| format!("{live}{rest}")));
+            }
+        }
+        if self.cwds.is_empty() {
+            // No session opened yet: nothing to map to, and nothing to refuse by.
+            return Ok(None);
+        }
+        Err(())
+    }
+
+    /// The line with its paths moved to the live cwd; `Err(path)` when one lies outside.
+    fn mapped(&self, recorded: &ScriptLine) -> Result<Option<Vec<u8>>, String> {
+        let Some(mut value) = recorded.message.value.clone() else {
+            return Ok(None);
+        };
+        let method = recorded.message.method.as_deref().unwrap_or("");
+        let mut places: Vec<&mut Value> = Vec::new();
+        let params = value.get_mut("params");
+        if let Some(params) = params {
+            match method {
+                "fs/read_text_file" | "fs/write_text_file" => places.extend(params.get_mut("path")),
+                "terminal/create" => places.extend(params.get_mut("cwd")),
+                "session/update" | "session/request_permission" => {
+                    let call = if method == "session/update" {
+                        params.get_mut("update")
+                    } else {
+                        params.get_mut("toolCall")
+                    };
+                    if let Some(Value::Object(call)) = call {
+                        for (key, field) in call.iter_mut() {
+                            if key != "locations" && key != "content" {
+                                continue;
+                            }
+                            for item in field.as_array_mut().into_iter().flatten() {
+                                let is_diff = key == "locations"
+                                    || item.get("type").and_then(Value::as_str) == Some("diff");
+                                if is_diff && let Some(path) = item.get_mut("path") {
+                                    places.push(path);
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut changed = false;
+        for place in places {
+            let Some(path) = place.as_str() else { continue };
+            match self.map_path(path) {
+                Ok(Some(moved)) => {
+                    *place = Value::String(moved);
+                    changed = true;
+                }
+                Ok(None) => {}
+                Err(()) => return Err(path.to_owned()),
+            }
+        }
+        if !changed {
+            return Ok(None);
+        }
+        let mut bytes = serde_json::to_vec(&value).map_err(|e| e.to_string())?;
+        bytes.push(b'\n');
+        Ok(Some(bytes))
+    }
+
     fn emit(&mut self, recorded: &ScriptLine) -> anyhow::Result<()> {
-        let mut bytes = recorded.raw.clone();
+        let mut bytes = match self.mapped(recorded) {
+            Ok(Some(moved)) => moved,
+            Ok(None) => recorded.raw.clone(),
+            Err(path) => {
+                let what = format!(
+                    "turn {}: recorded line {} not sent: its path {path} lies outside the recorded cwd (a replay never touches other files)",
+                    self.turn_number, recorded.seq
+                );
+                eprintln!("acptap replay: {what}");
+                self.report.refused.push(what);
+                if recorded.message.kind == MessageKind::Request
+                    && let Some(id) = &recorded.message.id
+                {
+                    self.not_sent.insert(id.clone());
+                }
+                return Ok(());
+            }
+        };
+        if recorded.message.kind == MessageKind::Request
+            && let (Some(id), Some(method)) = (&recorded.message.id, &recorded.message.method)
+        {
+            let params = recorded.message.params().cloned().unwrap_or(Value::Null);
+            self.sent.insert(id.clone(), (method.clone(), params));
+        }
         if recorded.message.kind == MessageKind::Response
             && let Some(live) = recorded.message.id.as_ref().and_then(|id| self.ids.get(id))
             && let Some(swapped) = with_id(&bytes, live)
@@ -160,30 +448,102 @@ impl<R: BufRead, W: Write> Replayer<R, W> {
         }
         self.send(&bytes)
     }
+
+    /// Ends the turn the live client cancelled: its prompt answered `cancelled`; returns where
+    /// the script goes on (after the turn's recorded answer).
+    fn end_cancelled_turn(&mut self, script: &[ScriptLine], from: usize) -> anyhow::Result<usize> {
+        let Some(turn) = self.turn.take() else {
+            return Ok(from);
+        };
+        let end = script[from..]
+            .iter()
+            .position(|l| {
+                l.direction == Direction::AgentToClient
+                    && l.message.kind == MessageKind::Response
+                    && l.message.id.as_deref() == Some(turn.recorded_id.as_str())
+            })
+            .map_or(script.len(), |at| from + at + 1);
+        eprintln!(
+            "acptap replay: the client cancelled turn {}: its recorded rest ({} line(s)) is not sent, the prompt is answered `cancelled`",
+            self.turn_number,
+            end - from
+        );
+        let answer =
+            json!({"jsonrpc": "2.0", "id": Value::Null, "result": {"stopReason": "cancelled"}});
+        let mut bytes = serde_json::to_vec(&answer)?;
+        bytes.push(b'\n');
+        let bytes = with_id(&bytes, &turn.live_id).unwrap_or(bytes);
+        self.send(&bytes)?;
+        Ok(end)
+    }
 }
 
-/// Plays `script` (one recorded connection) as the agent.
+/// Plays `script` (one recorded connection) as the agent; returns how the live client's answers
+/// compared with the recorded ones.
 pub fn replay_as_agent(
     script: &[ScriptLine],
-    input: impl BufRead,
+    input: impl BufRead + Send + 'static,
     output: impl Write,
     options: AgentReplayOptions,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<AgentReplayReport> {
+    let (tx, incoming) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut input = input;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let message = parse_line(&line);
+            if message.kind == MessageKind::Invalid {
+                eprintln!("acptap replay: ignoring a client line that is not JSON-RPC");
+                continue;
+            }
+            if tx.send(message).is_err() {
+                return;
+            }
+        }
+    });
     let mut replayer = Replayer {
-        input,
+        incoming,
+        pending: VecDeque::new(),
         output,
         options,
-        turn: 0,
+        turn_number: 0,
+        turn: None,
         ids: HashMap::new(),
         sessions: HashMap::new(),
+        cwds: Vec::new(),
+        sent: HashMap::new(),
+        not_sent: Default::default(),
+        report: AgentReplayReport::default(),
     };
     let mut previous_ts = script.first().map(|l| l.ts).unwrap_or(0);
-    for line in script {
+    let mut at = 0;
+    while at < script.len() {
+        replayer.look();
+        if replayer.cancelled() {
+            at = replayer.end_cancelled_turn(script, at)?;
+            continue;
+        }
+        let line = &script[at];
+        at += 1;
         match line.direction {
-            // A recorded client notification (`session/cancel`) is not waited for: a client that
-            // never cancels would wait forever for the rest of the turn. The agent's side of the
-            // cancelled turn is played as recorded; a live cancel that comes is read and let be.
-            Direction::ClientToAgent if line.message.kind == MessageKind::Notification => {}
+            Direction::ClientToAgent if line.message.kind == MessageKind::Notification => {
+                // Not waited for: a client that never cancels gets the recorded end of the turn.
+                if line.message.method.as_deref() == Some("session/cancel")
+                    && let Some(turn) = &mut replayer.turn
+                    && !turn.recorded_cancel_said
+                {
+                    turn.recorded_cancel_said = true;
+                    eprintln!(
+                        "acptap replay: the recorded client cancelled turn {} here; the live client has not: the recorded end of the turn is played (stopReason `cancelled`)",
+                        replayer.turn_number
+                    );
+                }
+            }
             Direction::ClientToAgent => replayer.expect(line)?,
             _ => {
                 if let Some(speed) = replayer.options.speed.filter(|s| *s > 0.0) {
@@ -193,17 +553,29 @@ pub fn replay_as_agent(
                         .unwrap_or(Duration::MAX)
                         .min(Duration::from_secs(86_400));
                     std::thread::sleep(gap);
+                    replayer.look();
+                    if replayer.cancelled() {
+                        at -= 1;
+                        continue;
+                    }
                 }
+                let ends_turn = line.message.kind == MessageKind::Response
+                    && replayer.turn.as_ref().is_some_and(|t| {
+                        line.message.id.as_deref() == Some(t.recorded_id.as_str())
+                    });
                 replayer.emit(line)?;
+                if ends_turn {
+                    replayer.turn = None;
+                }
             }
         }
         previous_ts = line.ts;
     }
     // The script is over: answer whatever else the client asks with an error, until it leaves.
-    while let Some(live) = replayer.read()? {
+    while let Some(live) = replayer.read() {
         if live.kind == MessageKind::Request {
             replayer.refuse(&live, "nothing more (the recording has ended)")?;
         }
     }
-    Ok(())
+    Ok(replayer.report)
 }

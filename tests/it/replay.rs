@@ -398,3 +398,262 @@ fn replay_as_client_in_another_cwd_is_not_a_divergence() {
         String::from_utf8_lossy(&altered.stdout)
     );
 }
+
+/// Runs the official SDK's example client (`examples/sdk_client.rs`) in `cwd` against
+/// `acptap replay last --as agent`; returns acptap's exit code and stderr, and the client's
+/// summary.
+fn sdk_client_against_replay(
+    sb: &Sandbox,
+    cwd: &std::path::Path,
+    extra: &[&str],
+) -> (Option<i32>, String, serde_json::Value) {
+    std::fs::create_dir_all(cwd).unwrap();
+    let summary = sb.path("summary.json");
+    let stderr = sb.path("replay-stderr.txt");
+    // acptap's stderr into a file (the client passes it through otherwise).
+    let wrapper = sb.path("replay.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n'{}' replay last --as agent \"$@\" 2>'{}'\necho $? > '{}.status'\n",
+            acptap_bin().display(),
+            stderr.display(),
+            stderr.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let child = Command::new(example_bin("sdk_client"))
+        .arg("--out")
+        .arg(&summary)
+        .args(extra)
+        .arg("--")
+        .arg(&wrapper)
+        .current_dir(cwd)
+        .env("ACPTAP_DB", sb.db())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = finish(child, Duration::from_secs(60));
+    assert!(
+        output.status.success(),
+        "the SDK client failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let status = std::fs::read_to_string(format!("{}.status", stderr.display()))
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    (
+        status,
+        std::fs::read_to_string(&stderr).unwrap_or_default(),
+        serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap(),
+    )
+}
+
+/// Replayed to the SDK client in another directory: every path the recorded agent names under
+/// its cwd is named under the live one, no other is sent, and the client's answers being the
+/// recorded ones, the replay reports no divergence (exit 0).
+#[test]
+fn a_replay_into_another_cwd_names_the_live_cwd() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let live = sb.path("elsewhere/project");
+    let (status, stderr, summary) = sdk_client_against_replay(&sb, &live, &[]);
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(stderr.contains("no divergence"), "{stderr}");
+    let mut paths = 0;
+    for call in summary["toolCalls"].as_object().unwrap().values() {
+        for path in call["locations"].as_array().unwrap() {
+            paths += 1;
+            let path = path.as_str().unwrap();
+            assert!(
+                path.starts_with(live.to_str().unwrap()),
+                "{path} is not under the live cwd"
+            );
+        }
+    }
+    assert!(paths >= 2, "{summary}");
+}
+
+/// A client that answers differently from the recorded one: rejecting what was allowed (the
+/// SDK client with `--reject`), refusing `fs/*` (it answers method-not-found where the recorded
+/// client read the file): each difference is said, the summary counts them, exit 1.
+#[test]
+fn live_answers_that_differ_from_the_recording_are_divergences() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let (status, stderr, _) = sdk_client_against_replay(&sb, &sb.path("live"), &["--reject"]);
+    assert_eq!(status, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`session/request_permission` (request 0): the recording answered selected allow_once, the live client selected reject_once"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("2 divergences"), "{stderr}");
+
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[4]).to_str().unwrap()]);
+    let (status, stderr, _) = sdk_client_against_replay(&sb, &sb.path("live"), &[]);
+    assert_eq!(status, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`fs/read_text_file'") || stderr.contains("`fs/read_text_file`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the live client error -32601"), "{stderr}");
+}
+
+/// A live `session/cancel` mid-turn: the rest of the recorded turn is not sent, the prompt is
+/// answered `cancelled` at once, and the replay goes on.
+#[test]
+fn a_live_cancel_ends_the_turn() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let records = load_transcript(&fixture(SAMPLES[0]));
+    let recorded_turn = records.iter().skip(5).filter(|r| r.dir == "a2c").count();
+    let mut child = replay_as_agent(&sb, &[]);
+    let mut to_agent = child.stdin.take().unwrap();
+    let mut from_agent = BufReader::new(child.stdout.take().unwrap());
+    let cwd = sb.path("live");
+    let send = |to: &mut std::process::ChildStdin, v: serde_json::Value| {
+        to.write_all(format!("{v}\n").as_bytes()).unwrap();
+    };
+    let mut read = || {
+        let mut line = String::new();
+        from_agent.read_line(&mut line).unwrap();
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+    send(
+        &mut to_agent,
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+    );
+    assert_eq!(read()["id"], 0);
+    send(
+        &mut to_agent,
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}),
+    );
+    let session = read()["result"]["sessionId"].clone();
+    let _commands = read();
+    send(
+        &mut to_agent,
+        serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}}),
+    );
+    assert_eq!(read()["method"], "session/update");
+    send(
+        &mut to_agent,
+        serde_json::json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    // What arrives until the prompt's answer: fewer lines than the recorded turn has.
+    let mut seen = 1;
+    let answer = loop {
+        let line = read();
+        seen += 1;
+        if line["id"] == 7 {
+            break line;
+        }
+        // A permission request sent before the cancel: the client answers it `cancelled`.
+        if line["method"] == "session/request_permission" {
+            send(
+                &mut to_agent,
+                serde_json::json!({"jsonrpc": "2.0", "id": line["id"], "result": {"outcome": {"outcome": "cancelled"}}}),
+            );
+        }
+    };
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    assert!(
+        seen < recorded_turn,
+        "{seen} lines of a {recorded_turn}-line turn were sent"
+    );
+    drop(to_agent);
+    let output = finish(child, Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("the client cancelled turn 1"), "{stderr}");
+}
+
+/// A recorded cancelled turn, replayed to a client that never cancels (the SDK client): the
+/// turn still ends as recorded (`cancelled`), stderr says why, and nothing hangs.
+#[test]
+fn a_recorded_cancelled_turn_ends_for_a_client_that_never_cancels() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[1]).to_str().unwrap()]);
+    let (status, stderr, summary) = sdk_client_against_replay(&sb, &sb.path("live"), &[]);
+    assert_eq!(summary["stopReason"], "cancelled", "{summary}");
+    assert!(stderr.contains("the live client has not"), "{stderr}");
+    assert_eq!(status, Some(0), "{stderr}");
+}
+
+/// A recorded `fs/*` request for a file outside the recorded cwd is never sent to the live
+/// client (and its recorded answer not waited for); one inside is sent under the live cwd.
+#[test]
+fn a_path_outside_the_recorded_cwd_is_never_sent() {
+    let sb = Sandbox::new();
+    let lines = [
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/rec", "mcpServers": []}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 50, "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/etc/passwd"}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 50, "result": {"content": "root:x:0:0"}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 51, "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/rec/a.txt"}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 51, "result": {"content": "a"}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
+        ),
+    ];
+    let text: Vec<String> = lines
+        .iter()
+        .map(|(dir, m)| {
+            serde_json::json!({"dir": dir, "eol": true, "text": m.to_string()}).to_string()
+        })
+        .collect();
+    let transcript = sb.path("outside.jsonl");
+    std::fs::write(&transcript, text.join("\n")).unwrap();
+    sb.acptap(&["import", transcript.to_str().unwrap()]);
+    let mut child = replay_as_agent(&sb, &[]);
+    let mut to_agent = child.stdin.take().unwrap();
+    let mut from_agent = BufReader::new(child.stdout.take().unwrap());
+    let mut read = || {
+        let mut line = String::new();
+        from_agent.read_line(&mut line).unwrap();
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+    to_agent.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":{\"cwd\":\"/live\",\"mcpServers\":[]}}\n").unwrap();
+    assert_eq!(read()["result"]["sessionId"], "s");
+    to_agent.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/prompt\",\"params\":{\"sessionId\":\"s\",\"prompt\":[]}}\n").unwrap();
+    let request = read();
+    assert_eq!(request["params"]["path"], "/live/a.txt", "{request}");
+    to_agent
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":51,\"result\":{\"content\":\"a\"}}\n")
+        .unwrap();
+    assert_eq!(read()["result"]["stopReason"], "end_turn");
+    drop(to_agent);
+    let output = finish(child, Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("its path /etc/passwd lies outside the recorded cwd"),
+        "{stderr}"
+    );
+}

@@ -15,9 +15,9 @@ pub(in crate::cli) fn replay(args: ReplayArgs, _config: &Config) -> anyhow::Resu
             if !args.agent.is_empty() {
                 anyhow::bail!("`--as agent` plays the agent itself: drop the command after `--`");
             }
-            crate::replay::agent::replay_as_agent(
+            let report = crate::replay::agent::replay_as_agent(
                 &script,
-                std::io::stdin().lock(),
+                std::io::BufReader::new(std::io::stdin()),
                 std::io::stdout().lock(),
                 crate::replay::agent::AgentReplayOptions {
                     speed: args.speed,
@@ -25,7 +25,10 @@ pub(in crate::cli) fn replay(args: ReplayArgs, _config: &Config) -> anyhow::Resu
                     rewrite_session_ids: args.session_ids == SessionIds::Rewrite,
                 },
             )?;
-            Ok(0)
+            // The summary goes to stderr: stdout is the protocol.
+            eprint!("{}", report.render());
+            // 0 the same, 1 divergent, 2 could not replay (an error).
+            Ok(if report.differences.is_empty() { 0 } else { 1 })
         }
         ReplayRole::Client => {
             if args.agent.is_empty() {
