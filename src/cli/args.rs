@@ -462,6 +462,11 @@ pub struct ReplayArgs {
     /// As client: where the agent's fs/* requests are answered from.
     #[arg(long, value_enum, default_value = "recorded")]
     pub fs: FsSource,
+    /// As client: once the recording is played, how long the agent may take to exit after its
+    /// stdin is closed before it gets SIGTERM (then SIGKILL after the same time again), as in
+    /// `run`. E.g. 5s, 500ms.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub grace: Duration,
     /// As client: the agent command and its arguments, after `--`.
     #[arg(last = true, value_name = "AGENT")]
     pub agent: Vec<String>,

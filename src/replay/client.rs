@@ -39,6 +39,8 @@ pub struct ClientReplayOptions {
     pub agent: Vec<String>,
     pub cwd: Option<PathBuf>,
     pub real_fs: bool,
+    /// How long the agent may take to exit after its stdin is closed (then again after SIGTERM).
+    pub grace: Duration,
 }
 
 /// A recorded agent request and the client's recorded answer.
@@ -54,6 +56,8 @@ enum Reply {
     Recorded(Vec<u8>),
     Result(Value),
     Error(String),
+    /// An error with its code (the message is the whole message).
+    Coded(i64, String),
 }
 
 struct Driver {
@@ -63,6 +67,35 @@ struct Driver {
     /// Recorded string -> live string: session ids, and the cwd with --cwd.
     renames: HashMap<String, String>,
     real_fs: bool,
+    /// The recorded session's cwd, and the live one (`--cwd`, else the same).
+    cwd: Option<(PathBuf, PathBuf)>,
+}
+
+/// ACP's error code for a file that is not there (the agent may then create it).
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// `fs/read_text_file`'s answer from a real file: `line` (1-based) and `limit` (lines) as ACP
+/// defines them.
+fn read_real(path: &std::path::Path, params: &Value) -> Reply {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Reply::Coded(
+                RESOURCE_NOT_FOUND,
+                format!("Resource not found: {}", path.display()),
+            );
+        }
+        Err(e) => return Reply::Error(format!("cannot read {}: {e}", path.display())),
+    };
+    let line = params.get("line").and_then(Value::as_u64);
+    let limit = params.get("limit").and_then(Value::as_u64);
+    if line.is_none() && limit.is_none() {
+        return Reply::Result(json!({"content": text}));
+    }
+    let skip = line.unwrap_or(1).max(1) as usize - 1;
+    let take = limit.map_or(usize::MAX, |l| l as usize);
+    let content: String = text.split_inclusive('\n').skip(skip).take(take).collect();
+    Reply::Result(json!({"content": content}))
 }
 
 fn key(message: &Message) -> (Option<String>, Option<String>) {
@@ -120,21 +153,22 @@ impl Driver {
             .get("path")
             .and_then(Value::as_str)
             .map(PathBuf::from);
-        let reply = match (method.as_str(), self.real_fs, &path) {
-            ("fs/read_text_file", true, Some(path)) => match std::fs::read_to_string(path) {
-                Ok(content) => Reply::Result(json!({"content": content})),
-                Err(e) => Reply::Error(format!("cannot read {}: {e}", path.display())),
-            },
-            ("fs/write_text_file", true, Some(path)) => {
-                match std::fs::write(
-                    path,
-                    params.get("content").and_then(Value::as_str).unwrap_or(""),
-                ) {
-                    Ok(()) => Reply::Result(json!({})),
-                    Err(e) => Reply::Error(format!("cannot write {}: {e}", path.display())),
-                }
+        let reply = match (method.as_str(), &path) {
+            ("fs/read_text_file" | "fs/write_text_file", Some(path)) if self.real_fs => {
+                self.real_file(&method, path, &params)
             }
-            _ => self.recorded_answer(live),
+            _ => match self.recorded_answer(live) {
+                // Not in the recording: the real file under the cwd, said on stderr.
+                Reply::Error(why) if method.starts_with("fs/") && path.is_some() => {
+                    let path = path.as_deref().expect("checked");
+                    eprintln!(
+                        "acptap replay: {why}: answered from the real file {} instead",
+                        path.display()
+                    );
+                    self.real_file(&method, path, &params)
+                }
+                reply => reply,
+            },
         };
         let json_id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
         match reply {
@@ -149,12 +183,75 @@ impl Driver {
                 eprintln!("acptap replay: {message}");
                 self.send_json(json!({"jsonrpc": "2.0", "id": json_id, "error": {"code": -32603, "message": format!("acptap replay: {message}")}}))
             }
+            Reply::Coded(code, message) => self.send_json(
+                json!({"jsonrpc": "2.0", "id": json_id, "error": {"code": code, "message": message}}),
+            ),
         }
+    }
+
+    /// An `fs/*` request answered from the real file system, inside the live cwd only.
+    fn real_file(&self, method: &str, path: &std::path::Path, params: &Value) -> Reply {
+        let inside = match &self.cwd {
+            Some((_, live)) => path.is_absolute() && crate::replay::lexically_inside(path, live),
+            None => false,
+        };
+        if !inside {
+            return Reply::Error(format!(
+                "{method} {}: outside the replay's cwd{}, refused",
+                path.display(),
+                self.cwd
+                    .as_ref()
+                    .map(|(_, live)| format!(" ({})", live.display()))
+                    .unwrap_or_default()
+            ));
+        }
+        // And through symlinks: what exists of the path must resolve inside the cwd too.
+        let existing = if method == "fs/read_text_file" {
+            Some(path)
+        } else {
+            path.parent()
+        };
+        if let (Some(existing), Some((_, live))) = (existing, &self.cwd)
+            && let (Ok(real), Ok(root)) = (existing.canonicalize(), live.canonicalize())
+            && !real.starts_with(&root)
+        {
+            return Reply::Error(format!(
+                "{method} {}: resolves to {}, outside the replay's cwd, refused",
+                path.display(),
+                real.display()
+            ));
+        }
+        if method == "fs/read_text_file" {
+            return read_real(path, params);
+        }
+        match std::fs::write(
+            path,
+            params.get("content").and_then(Value::as_str).unwrap_or(""),
+        ) {
+            Ok(()) => Reply::Result(json!({})),
+            Err(e) => Reply::Error(format!("cannot write {}: {e}", path.display())),
+        }
+    }
+
+    /// A live path under the live cwd, as the recording has it (under the recorded cwd).
+    fn as_recorded(&self, path: &str) -> String {
+        if let Some((recorded, live)) = &self.cwd
+            && let Ok(rest) = std::path::Path::new(path).strip_prefix(live)
+        {
+            return recorded.join(rest).to_string_lossy().into_owned();
+        }
+        path.to_owned()
     }
 
     fn recorded_answer(&mut self, live: &Message) -> Reply {
         let method = live.method.clone().unwrap_or_default();
-        let live_key = key(live);
+        let mut live_key = key(live);
+        // Recorded answers are keyed by their path relative to the cwd.
+        if method.starts_with("fs/")
+            && let Some(path) = &live_key.0
+        {
+            live_key.0 = Some(self.as_recorded(path));
+        }
         // The same method and key first; for permissions, the same kind with another title next.
         let found = self
             .exchanges
@@ -308,8 +405,8 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         agent: options.agent.clone(),
         destination: Destination::Database(options.db.clone()),
         label: Some(label),
-        eof_grace: Duration::from_secs(5),
-        kill_grace: Duration::from_secs(5),
+        eof_grace: options.grace,
+        kill_grace: options.grace,
         policy: None,
         shadow: false,
         redactor: Redactor::default_only(),
@@ -339,6 +436,7 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         exchanges,
         renames: HashMap::new(),
         real_fs: options.real_fs,
+        cwd: None,
     };
 
     let outcome = drive(&mut driver, script, options.cwd.as_deref());
@@ -375,16 +473,20 @@ fn drive(
         }
         match line.message.kind {
             MessageKind::Request => {
-                if let (Some("session/new"), Some(new_cwd)) = (line.message.method.as_deref(), cwd)
+                if let Some("session/new" | "session/load") = line.message.method.as_deref()
                     && let Some(old) = line
                         .message
                         .params()
                         .and_then(|p| p.get("cwd"))
                         .and_then(Value::as_str)
                 {
-                    driver
-                        .renames
-                        .insert(old.to_owned(), new_cwd.to_string_lossy().into_owned());
+                    let live = cwd.map_or_else(|| PathBuf::from(old), std::path::Path::to_path_buf);
+                    driver.cwd = Some((PathBuf::from(old), live.clone()));
+                    if cwd.is_some() {
+                        driver
+                            .renames
+                            .insert(old.to_owned(), live.to_string_lossy().into_owned());
+                    }
                 }
                 let cancel = cancel_in_turn(script, index);
                 let answer = driver.request(line, cancel)?;
@@ -462,4 +564,40 @@ fn cancel_in_turn(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_real_read_takes_line_and_limit_as_acp_defines_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, "one\ntwo\nthree\n").unwrap();
+        let content = |params: Value| match read_real(&file, &params) {
+            Reply::Result(v) => v["content"].as_str().unwrap().to_owned(),
+            _ => panic!("not read"),
+        };
+        assert_eq!(content(json!({})), "one\ntwo\nthree\n");
+        assert_eq!(content(json!({"line": 2})), "two\nthree\n");
+        assert_eq!(content(json!({"line": 2, "limit": 1})), "two\n");
+        assert_eq!(content(json!({"limit": 1})), "one\n");
+        assert!(matches!(
+            read_real(&dir.path().join("missing"), &json!({})),
+            Reply::Coded(RESOURCE_NOT_FOUND, _)
+        ));
+        assert!(crate::replay::lexically_inside(
+            &dir.path().join("a/../f.txt"),
+            dir.path()
+        ));
+        assert!(!crate::replay::lexically_inside(
+            &dir.path().join("../x"),
+            dir.path()
+        ));
+        assert!(!crate::replay::lexically_inside(
+            std::path::Path::new("/etc/passwd"),
+            dir.path()
+        ));
+    }
 }

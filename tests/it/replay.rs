@@ -657,3 +657,140 @@ fn a_path_outside_the_recorded_cwd_is_never_sent() {
         "{stderr}"
     );
 }
+
+/// Replay as client with `--fs real` against a real agent process that reads and writes files
+/// (tests/replay/fs_agent.py): a read takes ACP's `line` (1-based) and `limit` (in lines), a
+/// missing file is resource-not-found (-32002), a path outside `--cwd` is refused and nothing
+/// outside is read, a write lands inside `--cwd`. With `--fs recorded` (the default) the same
+/// requests, recorded in another cwd, are answered from the recording by their path relative to
+/// the cwd.
+#[test]
+fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
+    let sb = Sandbox::new();
+    let agent = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/replay/fs_agent.py");
+    // The recording: a client answered the agent in /original.
+    let original = sb.path("original");
+    std::fs::create_dir_all(&original).unwrap();
+    std::fs::write(original.join("notes.txt"), "a\nb\nc\nd\n").unwrap();
+    let transcript = [
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": original, "mcpServers": []}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "fs-session"}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "fs-session", "prompt": [{"type": "text", "text": "read"}]}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 101, "method": "fs/read_text_file", "params": {"sessionId": "fs-session", "path": original.join("notes.txt"), "line": 2, "limit": 2}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 101, "result": {"content": "b\nc\n"}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 102, "method": "fs/read_text_file", "params": {"sessionId": "fs-session", "path": original.join("missing.txt")}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 102, "error": {"code": -32002, "message": "Resource not found"}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
+        ),
+    ];
+    let lines: Vec<String> = transcript
+        .iter()
+        .map(|(dir, m)| {
+            serde_json::json!({"dir": dir, "eol": true, "text": m.to_string()}).to_string()
+        })
+        .collect();
+    let file = sb.path("fs.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    sb.acptap(&["import", file.to_str().unwrap()]);
+
+    let live = sb.path("live");
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::write(live.join("notes.txt"), "one\ntwo\nthree\nfour\n").unwrap();
+    let log = sb.path("answers.jsonl");
+    let replay = |fs: &str| {
+        let _ = std::fs::remove_file(&log);
+        let child = Command::new(acptap_bin())
+            .args([
+                "replay", "last", "--as", "client", "--fs", fs, "--grace", "2s", "--cwd",
+            ])
+            .arg(&live)
+            .args(["--", "python3", agent])
+            .env("ACPTAP_DB", sb.db())
+            .env("FS_AGENT_LOG", &log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let output = finish(child, Duration::from_secs(60));
+        let answers: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (output, answers)
+    };
+
+    let (output, answers) = replay("real");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(answers.len(), 4, "{stderr}");
+    assert_eq!(
+        answers[0]["answer"]["result"]["content"], "two\nthree\n",
+        "{answers:?}"
+    );
+    assert_eq!(answers[1]["answer"]["error"]["code"], -32002, "{answers:?}");
+    let outside = &answers[2]["answer"];
+    assert!(
+        outside.get("error").is_some(),
+        "/etc/hostname was read: {outside}"
+    );
+    assert!(
+        outside["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("outside the replay's cwd")
+    );
+    assert!(answers[3]["answer"].get("result").is_some(), "{answers:?}");
+    assert_eq!(
+        std::fs::read_to_string(live.join("new.txt")).unwrap(),
+        "written"
+    );
+
+    // From the recording: the recorded answers, found by their path relative to the cwd; what
+    // the recording has no answer for comes from the real file under --cwd, and says so.
+    std::fs::remove_file(live.join("new.txt")).unwrap();
+    let (output, answers) = replay("recorded");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(answers.len(), 4, "{stderr}");
+    assert_eq!(
+        answers[0]["answer"]["result"]["content"], "b\nc\n",
+        "the recorded answer: {answers:?}"
+    );
+    assert_eq!(answers[1]["answer"]["error"]["code"], -32002);
+    assert!(answers[2]["answer"].get("error").is_some(), "{answers:?}");
+    assert!(stderr.contains("answered from the real file"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(live.join("new.txt")).unwrap(),
+        "written"
+    );
+}

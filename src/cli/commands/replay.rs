@@ -46,6 +46,7 @@ pub(in crate::cli) fn replay(args: ReplayArgs, _config: &Config) -> anyhow::Resu
                     agent: args.agent,
                     cwd: args.cwd,
                     real_fs: args.fs == FsSource::Real,
+                    grace: args.grace,
                 },
             )?;
             print(&report.render())?;
