@@ -21,7 +21,6 @@
 //! (base64 of a token, `\u` escapes), is not recognised.
 
 use regex::bytes::Regex;
-use serde_json::Value;
 
 use super::secrets::{Detector, Found};
 
@@ -139,123 +138,250 @@ impl Redactor {
     }
 }
 
-/// The secrets of a line's known places: mcpServers env and header values, terminal/create env
-/// values, header values under `_meta`. Found by parsing the line, then located as the exact
-/// JSON text of each value string (the contents between its quotes are replaced).
+/// One step of a path into a JSON document.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// Every string value of a JSON line with its path and the byte range of its contents (between
+/// its quotes, escapes as written). `None` if the line is not JSON, or nests deeper than 64.
+fn string_values(line: &[u8]) -> Option<Vec<(Vec<Step>, std::ops::Range<usize>)>> {
+    struct Scan<'a> {
+        b: &'a [u8],
+        i: usize,
+        path: Vec<Step>,
+        out: Vec<(Vec<Step>, std::ops::Range<usize>)>,
+    }
+    impl Scan<'_> {
+        fn ws(&mut self) {
+            while self.b.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+                self.i += 1;
+            }
+        }
+        /// At a `"`: the range of the string's contents; after it.
+        fn string(&mut self) -> Option<std::ops::Range<usize>> {
+            self.i += 1;
+            let start = self.i;
+            loop {
+                match *self.b.get(self.i)? {
+                    b'"' => {
+                        self.i += 1;
+                        return Some(start..self.i - 1);
+                    }
+                    b'\\' => self.i += 2,
+                    _ => self.i += 1,
+                }
+            }
+        }
+        fn value(&mut self) -> Option<()> {
+            if self.path.len() > 64 {
+                return None;
+            }
+            self.ws();
+            match *self.b.get(self.i)? {
+                b'"' => {
+                    let range = self.string()?;
+                    self.out.push((self.path.clone(), range));
+                }
+                b'{' => {
+                    self.i += 1;
+                    self.ws();
+                    if self.b.get(self.i) == Some(&b'}') {
+                        self.i += 1;
+                        return Some(());
+                    }
+                    loop {
+                        self.ws();
+                        if self.b.get(self.i) != Some(&b'"') {
+                            return None;
+                        }
+                        let key = self.string()?;
+                        let key: String =
+                            serde_json::from_slice(&self.b[key.start - 1..key.end + 1]).ok()?;
+                        self.ws();
+                        if self.b.get(self.i) != Some(&b':') {
+                            return None;
+                        }
+                        self.i += 1;
+                        self.path.push(Step::Key(key));
+                        self.value()?;
+                        self.path.pop();
+                        self.ws();
+                        match *self.b.get(self.i)? {
+                            b',' => self.i += 1,
+                            b'}' => {
+                                self.i += 1;
+                                return Some(());
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+                b'[' => {
+                    self.i += 1;
+                    self.ws();
+                    if self.b.get(self.i) == Some(&b']') {
+                        self.i += 1;
+                        return Some(());
+                    }
+                    let mut n = 0;
+                    loop {
+                        self.path.push(Step::Index(n));
+                        self.value()?;
+                        self.path.pop();
+                        n += 1;
+                        self.ws();
+                        match *self.b.get(self.i)? {
+                            b',' => self.i += 1,
+                            b']' => {
+                                self.i += 1;
+                                return Some(());
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+                _ => {
+                    // A number, true, false or null.
+                    while self
+                        .b
+                        .get(self.i)
+                        .is_some_and(|c| !b",]} \t\r\n".contains(c))
+                    {
+                        self.i += 1;
+                    }
+                }
+            }
+            Some(())
+        }
+    }
+    let mut scan = Scan {
+        b: line,
+        i: 0,
+        path: Vec::new(),
+        out: Vec::new(),
+    };
+    scan.value()?;
+    Some(scan.out)
+}
+
+/// The secrets of a line's known places, by the path of each string value: the values of
+/// mcpServers `env` and `headers` entries, of a `terminal/create` request's `env`, and of any
+/// headers under `_meta`. Only those strings (never another string equal to one of them), and
+/// as written (whatever their escapes).
 fn known_places(line: &[u8]) -> Vec<Finding> {
-    let Ok(message) = serde_json::from_slice::<Value>(line.trim_ascii_end()) else {
+    let Some(values) = string_values(line.trim_ascii_end()) else {
         return Vec::new();
     };
-    let mut values: Vec<(&'static str, &str)> = Vec::new();
-    if let Some(servers) = message
-        .pointer("/params/mcpServers")
-        .and_then(Value::as_array)
-    {
-        for server in servers {
-            values.extend(
-                entries(server.get("env"))
-                    .into_iter()
-                    .map(|v| ("mcp-server-env", v)),
-            );
-            values.extend(
-                entries(server.get("headers"))
-                    .into_iter()
-                    .map(|v| ("mcp-server-header", v)),
-            );
-        }
-    }
-    if message.get("method").and_then(Value::as_str) == Some("terminal/create") {
-        values.extend(
-            entries(message.pointer("/params/env"))
-                .into_iter()
-                .map(|v| ("terminal-env", v)),
-        );
-    }
-    collect_meta_headers(&message, false, &mut values);
+    let key = |step: Option<&Step>, name: &str| matches!(step, Some(Step::Key(k)) if k == name);
+    // The messages of the line (a batch holds several): the path prefix of each, and whether
+    // it is a terminal/create request.
+    let terminal: Vec<Vec<Step>> = values
+        .iter()
+        .filter(|(path, range)| {
+            key(path.last(), "method") && &line[range.clone()] == b"terminal/create"
+        })
+        .map(|(path, _)| path[..path.len() - 1].to_vec())
+        .collect();
     let mut found = Vec::new();
-    for (rule, value) in values.into_iter().filter(|(_, v)| !v.is_empty()) {
-        let encoded = serde_json::to_string(value).expect("a string");
-        // The contents between the quotes.
-        let inner = &encoded.as_bytes()[1..encoded.len() - 1];
-        let mut positions = memchr::memmem::find_iter(line, encoded.as_bytes()).peekable();
-        if positions.peek().is_none() {
-            // Written with other escapes than serde_json's (`\u0041`): the whole line's
-            // strings cannot be located, so the value is found as its raw text if it can be.
-            for at in memchr::memmem::find_iter(line, value.as_bytes()) {
-                found.push(Finding {
-                    rule: rule.to_owned(),
-                    start: at,
-                    end: at + value.len(),
-                });
+    for (path, range) in &values {
+        // Relative to its message (inside a batch, after the message's index).
+        let start = usize::from(matches!(path.first(), Some(Step::Index(_))));
+        let message = &path[..start];
+        let rest = &path[start..];
+        // An entry's value: `[.., LIST, i, "value"]`, or a map's: `[.., LIST, name]`.
+        let entry_of = |list_at: usize| -> bool {
+            match &rest[list_at + 1..] {
+                [Step::Index(_), Step::Key(v)] => v == "value",
+                [Step::Key(_)] => true,
+                _ => false,
             }
-            continue;
+        };
+        let mut rule = None;
+        if rest.len() >= 4 && key(rest.first(), "params") && key(rest.get(1), "mcpServers") {
+            if key(rest.get(3), "env") && entry_of(3) {
+                rule = Some("mcp-server-env");
+            } else if key(rest.get(3), "headers") && entry_of(3) {
+                rule = Some("mcp-server-header");
+            }
         }
-        for at in positions {
+        if rule.is_none()
+            && rest.len() >= 3
+            && key(rest.first(), "params")
+            && key(rest.get(1), "env")
+            && entry_of(1)
+            && terminal.iter().any(|t| t.as_slice() == message)
+        {
+            rule = Some("terminal-env");
+        }
+        if rule.is_none()
+            && let Some(meta) = rest
+                .iter()
+                .position(|s| matches!(s, Step::Key(k) if k == "_meta"))
+            && let Some(headers) = rest[meta..].iter().position(
+                |s| matches!(s, Step::Key(k) if k.to_ascii_lowercase().ends_with("headers")),
+            )
+            && entry_of(meta + headers)
+        {
+            rule = Some("meta-header");
+        }
+        let value = &line[range.clone()];
+        if let Some(rule) = rule
+            && !value.is_empty()
+            && !value.starts_with(b"[REDACTED")
+        {
             found.push(Finding {
                 rule: rule.to_owned(),
-                start: at + 1,
-                end: at + 1 + inner.len(),
+                start: range.start,
+                end: range.end,
             });
         }
     }
     found
 }
 
-/// The values of an `env` or `headers` list: `[{"name", "value"}]`, or a map (some clients).
-fn entries(list: Option<&Value>) -> Vec<&str> {
-    match list {
-        Some(Value::Array(entries)) => entries
-            .iter()
-            .filter_map(|e| e.get("value").and_then(Value::as_str))
-            .collect(),
-        Some(Value::Object(map)) => map.values().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// Header values under `_meta` (any depth): `headers` objects or `[{name, value}]` lists.
-fn collect_meta_headers<'a>(
-    value: &'a Value,
-    in_meta: bool,
-    out: &mut Vec<(&'static str, &'a str)>,
-) {
-    match value {
-        Value::Object(map) => {
-            for (key, child) in map {
-                let meta = in_meta || key == "_meta";
-                if meta && key.eq_ignore_ascii_case("headers") {
-                    match child {
-                        Value::Object(headers) => out.extend(
-                            headers
-                                .values()
-                                .filter_map(Value::as_str)
-                                .map(|v| ("meta-header", v)),
-                        ),
-                        Value::Array(entries) => out.extend(
-                            entries
-                                .iter()
-                                .filter_map(|e| e.get("value").and_then(Value::as_str))
-                                .map(|v| ("meta-header", v)),
-                        ),
-                        _ => {}
-                    }
-                } else {
-                    collect_meta_headers(child, meta, out);
-                }
-            }
-        }
-        Value::Array(items) => {
-            for item in items {
-                collect_meta_headers(item, in_meta, out);
-            }
-        }
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    #[test]
+    fn only_the_values_of_known_places_are_redacted_not_equal_strings_elsewhere() {
+        let r = Redactor::default_only();
+        // The env value equals the cwd, an argument and a server's name: those stay.
+        let line = r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/u/proj","mcpServers":[{"name":"npx","command":"npx","args":["-y","fs","/home/u/proj"],"env":[{"name":"ALLOWED_DIR","value":"/home/u/proj"},{"name":"RUNNER","value":"npx"},{"name":"K","value":"K"}]}]}}"#;
+        let out: Value = serde_json::from_str(&redacted(&r, line)).unwrap();
+        assert_eq!(out["params"]["cwd"], "/home/u/proj");
+        let server = &out["params"]["mcpServers"][0];
+        assert_eq!(server["name"], "npx");
+        assert_eq!(server["command"], "npx");
+        assert_eq!(server["args"][2], "/home/u/proj");
+        assert_eq!(server["env"][0]["value"], "[REDACTED:mcp-server-env]");
+        assert_eq!(server["env"][1]["value"], "[REDACTED:mcp-server-env]");
+        assert_eq!(
+            server["env"][2]["name"], "K",
+            "a name equal to its value stays"
+        );
+        // Written with other escapes than serde_json's, inside a batch, in a terminal's env.
+        let line = r#"[{"jsonrpc":"2.0","id":3,"method":"terminal/create","params":{"sessionId":"s","command":"npm","args":["run","test"],"env":[{"name":"PW","value":"Pässwörd-9x"},{"name":"NODE_ENV","value":"test"}]}}]"#;
+        let text = redacted(&r, line);
+        let out: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(out[0]["params"]["args"][1], "test");
+        assert_eq!(
+            out[0]["params"]["env"][0]["value"],
+            "[REDACTED:terminal-env]"
+        );
+        assert_eq!(
+            out[0]["params"]["env"][1]["value"],
+            "[REDACTED:terminal-env]"
+        );
+        assert!(!text.contains("ssw"), "{text}");
+        // A recording's marker is not found again.
+        let again = redacted(&r, &text);
+        assert_eq!(r.findings(again.as_bytes()), Vec::new());
+    }
 
     fn redacted(redactor: &Redactor, line: &str) -> String {
         String::from_utf8(

@@ -14,10 +14,27 @@ pub struct Rule {
     /// The name written in its place: `[REDACTED:github-token]`.
     pub id: &'static str,
     /// The pattern. A group named `secret` is what is replaced (the context around it stays);
-    /// without one, the whole match is.
+    /// without one, the whole match is. A leading `(?-u:\b)` stands for "not inside a word",
+    /// where a JSON escape (`\n`, `\t`, `\u00e9`) before the secret also ends a word.
     pub pattern: &'static str,
-    /// A check the match must also pass (what a regex without look-around cannot say).
-    pub check: Option<fn(&[u8]) -> bool>,
+    /// A check the secret must also pass (what a regex without look-around cannot say).
+    pub check: fn(&Candidate) -> bool,
+}
+
+/// A match a rule's check looks at.
+pub struct Candidate<'a> {
+    /// The whole line.
+    pub line: &'a [u8],
+    /// What the rule's pattern matched, context included.
+    pub matched: std::ops::Range<usize>,
+    /// What would be replaced.
+    pub secret: std::ops::Range<usize>,
+}
+
+impl Candidate<'_> {
+    fn secret(&self) -> &[u8] {
+        &self.line[self.secret.clone()]
+    }
 }
 
 /// The formats, most specific first (the first rule matching at a place wins).
@@ -25,84 +42,131 @@ pub const RULES: &[Rule] = &[
     Rule {
         id: "private-key",
         pattern: r"-----BEGIN[A-Z ]{0,20} PRIVATE KEY(?: BLOCK)?-----[^\x22]{16,}?-----END[A-Z ]{0,20} PRIVATE KEY(?: BLOCK)?-----",
-        check: None,
+        check: |_| true,
     },
     Rule {
         id: "anthropic-api-key",
         pattern: r"(?-u:\b)sk-ant-(?:api|admin|oat|ort)[0-9]{2}-[A-Za-z0-9_\-]{80,120}",
-        check: None,
+        check: random_token,
     },
     Rule {
         id: "openai-api-key",
         pattern: r"(?-u:\b)sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,200}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}(?-u:\b)|[A-Za-z0-9]{48}(?-u:\b))",
-        check: None,
+        check: |c| {
+            // The legacy form (`sk-` and 48) is base62: a hex cache key is not one.
+            let s = c.secret();
+            random_token(c)
+                && (s.len() != 51
+                    || (s.iter().any(u8::is_ascii_uppercase)
+                        && s.iter().any(u8::is_ascii_lowercase)))
+        },
     },
     Rule {
         id: "github-token",
         pattern: r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36}(?-u:\b)|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}(?-u:\b))",
-        check: None,
+        check: random_token,
     },
     Rule {
         id: "gitlab-token",
         pattern: r"(?-u:\b)gl(?:pat|dt|rt|ptt|soat|cbt|imt|oas|ffct|ft)-[A-Za-z0-9_\-]{20,64}",
-        check: None,
+        // Random: digits and capitals, which a kebab-case name (`glrt-runner-token-...-v2`) has
+        // one of at most.
+        check: |c| {
+            let s = c.secret();
+            let tail = &s[s.iter().position(|b| *b == b'-').map_or(0, |at| at + 1)..];
+            random_token(c)
+                && tail
+                    .iter()
+                    .filter(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+                    .count()
+                    >= 3
+        },
     },
     Rule {
         id: "slack-token",
         pattern: r"(?-u:\b)(?:xox[abposer]-(?:[0-9]{6,13}-){1,3}[A-Za-z0-9\-]{6,}|xapp-[0-9]-[A-Z0-9]{6,}-[0-9]{6,}-[A-Za-z0-9]{20,})",
-        check: None,
+        check: random_token,
     },
     Rule {
         id: "slack-webhook-url",
-        pattern: r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{6,}/[A-Z0-9]{6,}/[A-Za-z0-9]{16,}",
-        check: None,
+        pattern: r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{6,}/[A-Z0-9]{6,}(?:/[A-Za-z0-9]{6,})+",
+        check: random_token,
     },
     Rule {
         id: "aws-access-key-id",
         pattern: r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}(?-u:\b)",
-        check: None,
+        check: random_token,
     },
     Rule {
         id: "aws-secret-access-key",
-        pattern: r#"(?i)aws_?(?:secret_?access_?key|secret_?key|secret)[\s"'\\]{0,4}[:=][\s"'\\]{0,4}(?P<secret>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
-        check: Some(plausible_credential),
+        pattern: r#"(?i)(?-u:\b)(?:aws_?(?:secret_?access_?key|secret_?key|secret)|secret_?access_?key)[\s"'\\]{0,4}[:=\s][\s"'\\]{0,4}(?P<secret>(?:[A-Za-z0-9+]|\\?/){40})(?:[^A-Za-z0-9/+=]|$)"#,
+        check: credential,
     },
     Rule {
         id: "gcp-api-key",
         pattern: r"(?-u:\b)AIza[0-9A-Za-z_\-]{35}(?:[^0-9A-Za-z_\-]|$)",
-        check: None,
+        check: random_token,
     },
     Rule {
         id: "stripe-access-token",
         pattern: r"(?-u:\b)(?:sk|rk)_(?:live|test|prod)_[0-9A-Za-z]{20,99}(?-u:\b)",
-        check: None,
+        check: random_token,
     },
     Rule {
         id: "jwt",
         pattern: r"(?-u:\b)eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
-        check: None,
+        check: |_| true,
     },
     Rule {
         id: "authorization-header",
-        pattern: r#"(?i)(?-u:\b)(?:proxy-)?authorization(?-u:\b)[\s"'\\]{0,4}[:=][\s"'\\]{0,4}(?:(?:bearer|basic|token|digest|apikey|api-key)\s+)?(?P<secret>[A-Za-z0-9._~+/=\-]{8,})"#,
-        check: Some(plausible_credential),
+        pattern: r#"(?i)(?-u:\b)(?:proxy-)?authorization(?-u:\b)[\s"'\\]{0,4}[:=][\s"'\\]{0,4}(?:(?:bearer|basic|token|digest|apikey|api-key)\s+)?(?P<secret>(?:[A-Za-z0-9._~+=\-]|\\?/){8,})"#,
+        check: credential,
     },
     Rule {
         id: "api-key-header",
-        pattern: r#"(?i)(?-u:\b)(?:x-api-key|api-key|x-auth-token|x-goog-api-key|private-token|anthropic-api-key|openai-api-key)(?-u:\b)[\s"'\\]{0,4}[:=][\s"'\\]{0,4}(?P<secret>[A-Za-z0-9._~+/=\-]{16,})"#,
-        check: Some(plausible_credential),
+        pattern: r#"(?i)(?-u:\b)(?:x-api-key|api-key|x-auth-token|x-goog-api-key|private-token|anthropic-api-key|openai-api-key)(?-u:\b)[\s"'\\]{0,4}[:=][\s"'\\]{0,4}(?P<secret>(?:[A-Za-z0-9._~+=\-]|\\?/){16,})"#,
+        check: credential,
     },
 ];
 
-/// Whether text after `Authorization:` (or in another place that names a credential) looks like
-/// one and not like a word: a digit, or upper and lower case mixed, or one of `+/=_-.~`. So
-/// "Authorization: Bearer authentication" stays, "Authorization: Basic dXNlcjpwYXNz" goes.
-pub fn plausible_credential(text: &[u8]) -> bool {
-    let digit = text.iter().any(u8::is_ascii_digit);
-    let upper = text.iter().any(u8::is_ascii_uppercase);
-    let lower = text.iter().any(u8::is_ascii_lowercase);
-    let symbol = text.iter().any(|b| b"+/=_-.~".contains(b));
-    digit || (upper && lower) || symbol
+/// A token of a known format that is not a placeholder: not one character repeated
+/// (`AKIAXXXXXXXXXXXXXXXX`, `T00000000`), not AWS's documented `...EXAMPLE` key.
+fn random_token(c: &Candidate) -> bool {
+    let s = c.secret();
+    let mut seen = [false; 256];
+    for &b in s.iter().filter(|b| b.is_ascii_alphanumeric()) {
+        seen[b as usize] = true;
+    }
+    let distinct = seen.iter().filter(|x| **x).count();
+    distinct >= 8
+        && !s.ends_with(b"EXAMPLE")
+        && !s.windows(12).any(|w| w.iter().all(|b| *b == w[0]))
+}
+
+/// Whether what follows `Authorization:` (or an API-key header, or `aws_secret_access_key`)
+/// is a credential and not a word, a placeholder or code. It must look random (a digit; for
+/// `Basic`, whose base64 may have none, a digit or mixed case), must not be followed by `(` or
+/// `[` (a call: `auth_header.split()`), and must not be a placeholder in capitals
+/// (`YOUR_API_KEY`). So "Authorization: Bearer authentication", `authorization =
+/// request.headers.get(...)` and `'x-api-key': process.env.API_KEY` stay;
+/// "Authorization: Basic dXNlcjpwYXNz" and "x-api-key: 22d3b41a..." go.
+pub fn credential(c: &Candidate) -> bool {
+    let s = c.secret();
+    let digit = s.iter().any(u8::is_ascii_digit);
+    let upper = s.iter().any(u8::is_ascii_uppercase);
+    let lower = s.iter().any(u8::is_ascii_lowercase);
+    let before =
+        String::from_utf8_lossy(&c.line[c.matched.start..c.secret.start]).to_ascii_lowercase();
+    let basic = before.trim_end().ends_with("basic");
+    let looks_random = digit || (basic && upper && lower);
+    let call = matches!(c.line.get(c.secret.end), Some(b'(' | b'['));
+    let placeholder = !lower && !digit;
+    let mut seen = [false; 256];
+    for &b in s {
+        seen[b as usize] = true;
+    }
+    let distinct = seen.iter().filter(|x| **x).count();
+    looks_random && !call && !placeholder && distinct >= 6
 }
 
 /// A secret found in a line: which rule, and the bytes to replace.
@@ -112,11 +176,9 @@ pub struct Found {
     pub range: std::ops::Range<usize>,
 }
 
-/// Literal parts of which every rule's match holds at least one: a line with none of them holds
-/// no secret, and most lines are ruled out by this one fast pass (case-sensitive, which lets
-/// the search use SIMD: the names matched in any case by a rule are listed in their usual
-/// spellings: `authorization`, `Authorization`, `AUTHORIZATION` by `uthorization` and its
-/// upper case).
+/// Literal parts of which every format rule's match holds one (with `ANCHOR_WORDS` for the
+/// context rules): a line with none of them holds no secret, and most lines are ruled out by
+/// this one fast pass.
 const ANCHORS: &[&str] = &[
     "PRIVATE KEY",
     "sk-",
@@ -144,28 +206,21 @@ const ANCHORS: &[&str] = &[
     "ABIA",
     "ACCA",
     "A3T",
-    "aws_secret",
-    "AWS_SECRET",
-    "awssecret",
-    "AWSSECRET",
-    "Aws_Secret",
-    "AwsSecret",
     "AIza",
     "_live_",
     "_test_",
     "_prod_",
     "eyJ",
-    "uthorization",
-    "UTHORIZATION",
-    "pi-key",
-    "pi-Key",
-    "PI-KEY",
-    "uth-token",
-    "uth-Token",
-    "UTH-TOKEN",
-    "rivate-token",
-    "rivate-Token",
-    "RIVATE-TOKEN",
+];
+
+/// The names context rules match in any case: in the anchors, case-insensitively.
+const ANCHOR_WORDS: &[&str] = &[
+    "authorization",
+    "api-key",
+    "auth-token",
+    "private-token",
+    "aws_?secret",
+    "secret_?access_?key",
 ];
 
 /// Every rule as one regex (`r0`, `r1`, ... name the rules' alternatives, `s0`, `s1`, ... their
@@ -180,24 +235,37 @@ pub struct Detector {
 
 impl Detector {
     pub fn new() -> Detector {
+        // "Not inside a word": the start of the line, a byte that is not a word's, or a JSON
+        // escape (`\n`, `\t`, `\u00e9`: `n`, `t`, `9` would otherwise join the secret's word).
+        const START: &str = r"(?:^|[^A-Za-z0-9_]|\\[nrtbf]|\\u[0-9A-Fa-f]{4})";
         let alternatives: Vec<String> = RULES
             .iter()
             .enumerate()
             .map(|(i, rule)| {
                 let pattern = rule.pattern.replace("(?P<secret>", &format!("(?P<s{i}>"));
-                format!("(?P<r{i}>{pattern})")
+                let (flags, body) = match pattern.strip_prefix("(?i)") {
+                    Some(body) => ("i", body.to_owned()),
+                    None => ("", pattern.clone()),
+                };
+                let body = match body.strip_prefix(r"(?-u:\b)") {
+                    Some(rest) => format!("{START}(?P<t{i}>{rest})"),
+                    None => body,
+                };
+                format!("(?P<r{i}>(?{flags}:{body}))")
             })
             .collect();
         Detector {
-            // A regex of literals: its prefilter (SIMD over rare bytes) is faster here than an
-            // Aho-Corasick automaton alone.
-            anchors: Regex::new(
-                &ANCHORS
+            // A regex of literals (its prefilter: SIMD over rare bytes), with the names a rule
+            // matches in any case in a case-insensitive group.
+            anchors: Regex::new(&format!(
+                "{}|(?i:{})",
+                ANCHORS
                     .iter()
                     .map(|a| regex::escape(a))
                     .collect::<Vec<_>>()
                     .join("|"),
-            )
+                ANCHOR_WORDS.join("|")
+            ))
             .expect("the anchors build"),
             all: Regex::new(&alternatives.join("|")).expect("the built-in rules compile"),
             each: RULES
@@ -259,20 +327,26 @@ fn secret_of(captures: &Captures, text: &[u8]) -> Option<Found> {
         .iter()
         .enumerate()
         .find(|(i, _)| captures.name(&format!("r{i}")).is_some())?;
-    let span = captures
-        .name(&format!("s{i}"))
-        .or_else(|| captures.name(&format!("r{i}")))?;
+    let whole = captures.name(&format!("r{i}"))?.range();
+    let secret_group = captures.name(&format!("s{i}"));
+    let mut range = secret_group
+        .or_else(|| captures.name(&format!("t{i}")))
+        .map_or(whole.clone(), |m| m.range());
     // A rule ending in a boundary class (`(?:[^...]|$)`) does not replace the byte after it.
-    let mut range = span.range();
-    if captures.name(&format!("s{i}")).is_none()
+    if secret_group.is_none()
+        && rule.pattern.ends_with("|$)")
         && let Some(last) = text.get(range.end.wrapping_sub(1))
         && !last.is_ascii_alphanumeric()
         && !b"_-".contains(last)
-        && rule.pattern.ends_with("|$)")
     {
         range.end -= 1;
     }
-    if rule.check.is_some_and(|check| !check(&text[range.clone()])) {
+    let candidate = Candidate {
+        line: text,
+        matched: whole,
+        secret: range.clone(),
+    };
+    if !(rule.check)(&candidate) {
         return None;
     }
     Some(Found {
@@ -284,6 +358,30 @@ fn secret_of(captures: &Captures, text: &[u8]) -> Option<Found> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Escapes as JSON writes them: a secret right after `\n` or `\ud83d`, and `\/` inside one.
+    #[test]
+    fn json_escapes_neither_hide_nor_cut_a_secret() {
+        let detector = Detector::new();
+        let token = "ghp_pjPSa5W3X4gXBolZ9SHDdJp62hDiZDQHJMu8";
+        for line in [
+            format!(r#"{{"text":"line1\n{token}\nline2"}}"#),
+            format!(r#"{{"text":"\ud83d\udd11{token}"}}"#),
+            format!(r#"{{"text":"token:\u0020{token}"}}"#),
+        ] {
+            let found = detector.find(line.as_bytes());
+            assert_eq!(found.len(), 1, "{line}");
+            assert_eq!(
+                &line.as_bytes()[found[0].range.clone()],
+                token.as_bytes(),
+                "{line}"
+            );
+        }
+        let line = r#"{"text":"Authorization: Basic dXNlcjpw\/YXNzd29yZA=="}"#;
+        let found = detector.find(line.as_bytes());
+        assert_eq!(found.len(), 1, "{line}");
+        assert_eq!(&line[found[0].range.clone()], r#"dXNlcjpw\/YXNzd29yZA=="#);
+    }
 
     /// Each rule finds its example of the recall corpus, exactly (through the anchors: a line
     /// without one is not looked at, so a rule whose match can lack every anchor fails here).

@@ -118,6 +118,13 @@ pub(in crate::cli) fn check(args: RedactCheckArgs, config: &Config) -> anyhow::R
         print_json(&removed)?;
     } else {
         let mut out = String::new();
+        if !removed.is_empty() {
+            // LINE: the record's seq in a transcript or a recording, the line number in a file.
+            out.push_str(&format!(
+                "{:>6} {:<6} {:<24} {}\n",
+                "LINE", "DIR", "KIND", "WHERE AND WHAT"
+            ));
+        }
         for r in &removed {
             out.push_str(&format!(
                 "{:>6} {:<6} {:<24} bytes {}-{}  {}{}\n",
