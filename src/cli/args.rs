@@ -267,6 +267,13 @@ pub struct RedactCheckArgs {
     pub json: bool,
 }
 
+/// What `replay --as client --compare` adds to the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareMore {
+    /// The agent's message text of each turn.
+    Text,
+}
+
 #[derive(Debug, Args)]
 pub struct McpArgs {
     #[command(flatten)]
@@ -467,6 +474,10 @@ pub struct ReplayArgs {
     /// `run`. E.g. 5s, 500ms.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub grace: Duration,
+    /// As client: compare more than tool calls, stop reasons and permissions: `text`, the
+    /// agent's message text of each turn (for a deterministic agent, a mock model in CI).
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub compare: Vec<CompareMore>,
     /// As client: the agent command and its arguments, after `--`.
     #[arg(last = true, value_name = "AGENT")]
     pub agent: Vec<String>,

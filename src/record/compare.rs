@@ -23,6 +23,10 @@ pub struct Shape {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TurnShape {
     pub prompt: String,
+    /// The agent's message text in the turn (its `agent_message_chunk`s joined), cwd written
+    /// `<cwd>`. Compared only when asked (`acptap replay --compare text`): a model's words differ
+    /// from run to run, a deterministic agent's do not.
+    pub agent_text: String,
     pub stop_reason: Option<String>,
     pub error: Option<String>,
     pub duration_us: Option<i64>,
@@ -130,12 +134,38 @@ pub fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
         .unwrap_or_default();
         shapes.push(TurnShape {
             prompt: relative(&prompt, cwd),
+            agent_text: String::new(),
             stop_reason: turn.stop_reason.clone(),
             error: turn.error.clone(),
             duration_us: turn.duration_us,
             tool_calls: Vec::new(),
             permissions: Vec::new(),
         });
+    }
+    queries::for_each_session_line(reader, session, 0..i64::MAX, |line| {
+        if line.direction != "a2c" || line.method.as_deref() != Some("session/update") {
+            return;
+        }
+        let Some(turn) = turn_of(Some(line.seq)) else {
+            return;
+        };
+        let Ok(message) = serde_json::from_slice::<Value>(&line.raw) else {
+            return;
+        };
+        let update = message.pointer("/params/update");
+        if update
+            .and_then(|u| u.get("sessionUpdate"))
+            .and_then(Value::as_str)
+            == Some("agent_message_chunk")
+            && let Some(text) = update
+                .and_then(|u| u.pointer("/content/text"))
+                .and_then(Value::as_str)
+        {
+            shapes[turn].agent_text.push_str(text);
+        }
+    })?;
+    for shape in &mut shapes {
+        shape.agent_text = relative(&shape.agent_text, cwd);
     }
     let calls = queries::session_tool_calls(reader, session)?;
     let mut titles = std::collections::HashMap::new();

@@ -41,6 +41,8 @@ pub struct ClientReplayOptions {
     pub real_fs: bool,
     /// How long the agent may take to exit after its stdin is closed (then again after SIGTERM).
     pub grace: Duration,
+    /// Compare the agent's message text of each turn too.
+    pub compare_text: bool,
 }
 
 /// A recorded agent request and the client's recorded answer.
@@ -271,8 +273,13 @@ impl Driver {
                 })
             });
         let Some(index) = found else {
+            let what = match &live_key {
+                (Some(a), Some(b)) => format!(" ({a} `{b}`)"),
+                (Some(a), None) | (None, Some(a)) => format!(" ({a})"),
+                (None, None) => String::new(),
+            };
             return Reply::Error(format!(
-                "the recording has no answer for this `{method}` request {live_key:?}"
+                "the recording has no answer for this `{method}` request{what}"
             ));
         };
         let exchange = &mut self.exchanges[index];
@@ -459,6 +466,7 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         &reader,
         &options.original,
         live_connection,
+        options.compare_text,
     )?)
 }
 

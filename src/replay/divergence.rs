@@ -66,6 +66,7 @@ struct Call {
 #[derive(Debug, Default)]
 struct Turn {
     stop_reason: Option<String>,
+    agent_text: String,
     calls: Vec<Call>,
     /// (tool kind, tool title, option kind chosen) per permission request.
     permissions: Vec<(String, String, String)>,
@@ -80,6 +81,7 @@ fn turns(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
         .turns
         .into_iter()
         .map(|t| Turn {
+            agent_text: t.agent_text,
             stop_reason: t
                 .stop_reason
                 .or_else(|| t.error.map(|e| format!("error: {e}"))),
@@ -131,10 +133,12 @@ fn live_session(
         }))
 }
 
+/// `compare_text`: the agent's message text of each turn is compared too (`--compare text`).
 pub fn compare(
     reader: &Reader,
     original: &SessionRef,
     live_connection: i64,
+    compare_text: bool,
 ) -> rusqlite::Result<Report> {
     let mut report = Report {
         original: Some(original.clone()),
@@ -167,6 +171,21 @@ pub fn compare(
                 "turn {n}: stop reason {} -> {}",
                 was.stop_reason.as_deref().unwrap_or("none"),
                 now.stop_reason.as_deref().unwrap_or("none")
+            ));
+        }
+        if compare_text && was.agent_text != now.agent_text {
+            let cut = |t: &str| {
+                let kept: String = t.chars().take(120).collect();
+                if kept.len() < t.len() {
+                    format!("{kept}…")
+                } else {
+                    kept
+                }
+            };
+            report.differences.push(format!(
+                "turn {n}: agent text {:?} -> {:?}",
+                cut(&was.agent_text),
+                cut(&now.agent_text)
             ));
         }
         compare_calls(n, &was.calls, &now.calls, &mut report.differences);

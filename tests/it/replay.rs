@@ -794,3 +794,83 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
         "written"
     );
 }
+
+/// `--compare text`: the agent's message text of each turn is compared too, so a transcript
+/// whose answers were changed to "WRONG" diverges from the same deterministic agent (exit 1),
+/// where without it only tool calls, stop reasons and permissions count (exit 0); the same
+/// recording against the same agent in another cwd does not diverge.
+#[test]
+fn compare_text_catches_changed_agent_words() {
+    let sb = Sandbox::new();
+    let demo = Command::new(acptap_bin())
+        .args(["demo", "--db"])
+        .arg(sb.db())
+        .current_dir(sb.dir.path())
+        .output()
+        .unwrap();
+    assert!(demo.status.success());
+    let session: String = sb
+        .conn()
+        .query_row("SELECT session_id FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    let elsewhere = sb.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let run = |session: &str, compare: bool| {
+        let mut command = Command::new(acptap_bin());
+        command
+            .args(["replay", session, "--as", "client", "--cwd"])
+            .arg(&elsewhere);
+        if compare {
+            command.args(["--compare", "text"]);
+        }
+        let child = command
+            .arg("--")
+            .arg(acptap_bin())
+            .arg("demo-agent")
+            .env("ACPTAP_DB", sb.db())
+            .current_dir(sb.dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let output = finish(child, Duration::from_secs(60));
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+    let (code, report) = run(&session, true);
+    assert_eq!(code, Some(0), "the same agent's words: {report}");
+    // The same recording (the same session id: it becomes the latest) with every agent
+    // message chunk saying WRONG.
+    let exported = sb.acptap(&["export", &session]);
+    let mut changed = Vec::new();
+    for line in String::from_utf8(exported.stdout).unwrap().lines() {
+        let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Some(text) = record["text"].as_str()
+            && text.contains("agent_message_chunk")
+        {
+            let mut message: serde_json::Value = serde_json::from_str(text).unwrap();
+            message["params"]["update"]["content"]["text"] = serde_json::json!("WRONG");
+            record["text"] = serde_json::json!(message.to_string());
+        }
+        changed.push(record.to_string());
+    }
+    let wrong = sb.path("wrong.jsonl");
+    std::fs::write(&wrong, changed.join("\n")).unwrap();
+    let imported = sb.acptap(&["import", wrong.to_str().unwrap()]);
+    assert!(imported.status.success());
+    let wrong_session: String = sb
+        .conn()
+        .query_row(
+            "SELECT session_id FROM sessions ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let (code, report) = run(&wrong_session, false);
+    assert_eq!(code, Some(0), "text is not compared by default: {report}");
+    let (code, report) = run(&wrong_session, true);
+    assert_eq!(code, Some(1), "{report}");
+    assert!(report.contains("agent text \"WRONG"), "{report}");
+}

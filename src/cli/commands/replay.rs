@@ -47,6 +47,7 @@ pub(in crate::cli) fn replay(args: ReplayArgs, _config: &Config) -> anyhow::Resu
                     cwd: args.cwd,
                     real_fs: args.fs == FsSource::Real,
                     grace: args.grace,
+                    compare_text: args.compare.contains(&super::super::CompareMore::Text),
                 },
             )?;
             print(&report.render())?;
