@@ -327,25 +327,34 @@ impl<W: Write> Replayer<W> {
         Ok(())
     }
 
-    /// The recorded cwd a path lies under, and the path moved to the live cwd; `Err` for an
-    /// absolute path outside every recorded cwd.
+    /// The path moved to the live cwd (`None`: sent as it is); `Err` for a path that lies
+    /// outside every recorded cwd once `.` and `..` are resolved, or a URL.
     fn map_path(&self, path: &str) -> Result<Option<String>, ()> {
-        if !path.starts_with('/') {
-            return Ok(None);
-        }
-        for (recorded, live) in &self.cwds {
-            if path == recorded {
-                return Ok(Some(live.clone()));
-            }
-            if let Some(rest) = path.strip_prefix(recorded.as_str())
-                && rest.starts_with('/')
-            {
-                return Ok((recorded != live).then(|| format!("{live}{rest}")));
-            }
-        }
         if self.cwds.is_empty() {
             // No session opened yet: nothing to map to, and nothing to refuse by.
             return Ok(None);
+        }
+        if path.contains("://") || path.starts_with("file:") {
+            return Err(());
+        }
+        let Some(clean) = lexical(path) else {
+            // Climbs above the root, or (relative) above the cwd.
+            return Err(());
+        };
+        if !clean.starts_with('/') {
+            // Relative, and inside: the client resolves it against its own cwd.
+            return Ok(None);
+        }
+        for (recorded, live) in &self.cwds {
+            if clean == *recorded {
+                return Ok(Some(live.clone()).filter(|l| l != path));
+            }
+            if let Some(rest) = clean.strip_prefix(recorded.as_str())
+                && rest.starts_with('/')
+            {
+                let moved = format!("{live}{rest}");
+                return Ok((moved != path).then_some(moved));
+            }
         }
         Err(())
     }
@@ -476,6 +485,28 @@ impl<W: Write> Replayer<W> {
         self.send(&bytes)?;
         Ok(end)
     }
+}
+
+/// `path` with `.` and `..` resolved by its text; `None` if it climbs above its root (`/` for
+/// an absolute path, the cwd for a relative one).
+fn lexical(path: &str) -> Option<String> {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    Some(if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    })
 }
 
 /// Plays `script` (one recorded connection) as the agent; returns how the live client's answers

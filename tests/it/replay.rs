@@ -611,7 +611,27 @@ fn a_path_outside_the_recorded_cwd_is_never_sent() {
         ),
         (
             "a2c",
-            serde_json::json!({"jsonrpc": "2.0", "id": 51, "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/rec/a.txt"}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 52, "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/rec/../etc/shadow"}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 52, "result": {"content": "x"}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 53, "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/rec-other/b.txt"}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 53, "result": {"content": "x"}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read", "locations": [{"path": "file:///etc/passwd"}]}}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 51, "method": "fs/read_text_file", "params": {"sessionId": "s", "path": "/rec/./sub/../a.txt"}}),
         ),
         (
             "c2a",
@@ -652,10 +672,17 @@ fn a_path_outside_the_recorded_cwd_is_never_sent() {
     let output = finish(child, Duration::from_secs(10));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("its path /etc/passwd lies outside the recorded cwd"),
-        "{stderr}"
-    );
+    for path in [
+        "/etc/passwd",
+        "/rec/../etc/shadow",
+        "/rec-other/b.txt",
+        "file:///etc/passwd",
+    ] {
+        assert!(
+            stderr.contains(&format!("its path {path} lies outside the recorded cwd")),
+            "{path}: {stderr}"
+        );
+    }
 }
 
 /// Replay as client with `--fs real` against a real agent process that reads and writes files
