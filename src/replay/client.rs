@@ -155,7 +155,19 @@ impl Driver {
             .get("path")
             .and_then(Value::as_str)
             .map(PathBuf::from);
+        let outside = method.starts_with("fs/")
+            && path.as_ref().is_some_and(|p| {
+                self.cwd.as_ref().is_some_and(|(_, live)| {
+                    !(p.is_absolute() && crate::replay::lexically_inside(p, live))
+                })
+            });
         let reply = match (method.as_str(), &path) {
+            // Outside the cwd: refused, from the recording too (its answer would hand the agent
+            // the recorded contents of a file elsewhere).
+            (_, Some(path)) if outside => Reply::Error(format!(
+                "{method} {}: outside the replay's cwd, refused",
+                path.display()
+            )),
             ("fs/read_text_file" | "fs/write_text_file", Some(path)) if self.real_fs => {
                 self.real_file(&method, path, &params)
             }
@@ -226,10 +238,32 @@ impl Driver {
         if method == "fs/read_text_file" {
             return read_real(path, params);
         }
-        match std::fs::write(
-            path,
-            params.get("content").and_then(Value::as_str).unwrap_or(""),
-        ) {
+        // Never through a symlink at the end of the path (a dangling one included): it could
+        // point anywhere. O_NOFOLLOW holds that even if one appears after this look.
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Reply::Error(format!(
+                "{method} {}: a symbolic link, refused (a replay writes only inside its cwd)",
+                path.display()
+            ));
+        }
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .and_then(|mut file| {
+                file.write_all(
+                    params
+                        .get("content")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .as_bytes(),
+                )
+            });
+        match written {
             Ok(()) => Reply::Result(json!({})),
             Err(e) => Reply::Error(format!("cannot write {}: {e}", path.display())),
         }

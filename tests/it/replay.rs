@@ -736,6 +736,15 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
             "c2a",
             serde_json::json!({"jsonrpc": "2.0", "id": 102, "error": {"code": -32002, "message": "Resource not found"}}),
         ),
+        // A recorded answer for a file outside the recorded cwd: never handed to the live agent.
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 106, "method": "fs/read_text_file", "params": {"sessionId": "fs-session", "path": format!("{}/../secret.txt", original.display())}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 106, "result": {"content": "RECORDED SECRET"}}),
+        ),
         (
             "a2c",
             serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
@@ -754,6 +763,9 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
     let live = sb.path("live");
     std::fs::create_dir_all(&live).unwrap();
     std::fs::write(live.join("notes.txt"), "one\ntwo\nthree\nfour\n").unwrap();
+    // A symlink inside the cwd to a file outside it (that does not exist yet: dangling).
+    let outside = sb.path("outside.txt");
+    std::os::unix::fs::symlink(&outside, live.join("link.txt")).unwrap();
     let log = sb.path("answers.jsonl");
     let replay = |fs: &str| {
         let _ = std::fs::remove_file(&log);
@@ -780,19 +792,28 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
 
     let (output, answers) = replay("real");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(answers.len(), 4, "{stderr}");
+    assert_eq!(answers.len(), 6, "{stderr}");
+    assert!(
+        answers[4]["answer"].get("error").is_some(),
+        "written through a link: {answers:?}"
+    );
+    assert!(answers[5]["answer"].get("error").is_some(), "{answers:?}");
+    assert!(
+        !outside.exists(),
+        "a file outside the cwd was written through a symlink"
+    );
     assert_eq!(
         answers[0]["answer"]["result"]["content"], "two\nthree\n",
         "{answers:?}"
     );
     assert_eq!(answers[1]["answer"]["error"]["code"], -32002, "{answers:?}");
-    let outside = &answers[2]["answer"];
+    let elsewhere = &answers[2]["answer"];
     assert!(
-        outside.get("error").is_some(),
-        "/etc/hostname was read: {outside}"
+        elsewhere.get("error").is_some(),
+        "/etc/hostname was read: {elsewhere}"
     );
     assert!(
-        outside["error"]["message"]
+        elsewhere["error"]["message"]
             .as_str()
             .unwrap()
             .contains("outside the replay's cwd")
@@ -808,7 +829,19 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
     std::fs::remove_file(live.join("new.txt")).unwrap();
     let (output, answers) = replay("recorded");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(answers.len(), 4, "{stderr}");
+    assert_eq!(answers.len(), 6, "{stderr}");
+    assert!(
+        answers[4]["answer"].get("error").is_some(),
+        "written through a link: {answers:?}"
+    );
+    assert!(
+        !outside.exists(),
+        "a file outside the cwd was written through a symlink"
+    );
+    assert!(
+        answers[5]["answer"].get("error").is_some(),
+        "the recorded contents of a file outside the cwd were handed over: {answers:?}"
+    );
     assert_eq!(
         answers[0]["answer"]["result"]["content"], "b\nc\n",
         "the recorded answer: {answers:?}"

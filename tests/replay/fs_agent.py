@@ -1,6 +1,7 @@
 """A small ACP agent for tests/it/replay.rs: on each prompt it asks the client for files with
 fs/read_text_file (in its session's cwd: notes.txt lines 2-3, missing.txt; and /etc/hostname,
-outside it) and writes to new.txt, then tells what it got as agent text, and ends the turn.
+outside it) and writes to new.txt and link.txt (a symlink the test may plant), reads
+../secret.txt, then tells what it got as agent text, and ends the turn.
 Every answer it receives is also appended, as a JSON line, to $FS_AGENT_LOG."""
 import json, os, sys
 
@@ -42,6 +43,8 @@ for line in sys.stdin:
             ask("fs/read_text_file", {"sessionId": "fs-session", "path": os.path.join(cwd, "missing.txt")}),
             ask("fs/read_text_file", {"sessionId": "fs-session", "path": "/etc/hostname"}),
             ask("fs/write_text_file", {"sessionId": "fs-session", "path": os.path.join(cwd, "new.txt"), "content": "written"}),
+            ask("fs/write_text_file", {"sessionId": "fs-session", "path": os.path.join(cwd, "link.txt"), "content": "through a link"}),
+            ask("fs/read_text_file", {"sessionId": "fs-session", "path": cwd + "/../secret.txt"}),
         ]
         text = " | ".join(json.dumps(a.get("result", a.get("error"))) for a in answers)
         send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "fs-session", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
