@@ -140,14 +140,14 @@ impl Redactor {
 
 /// One step of a path into a JSON document.
 #[derive(Debug, Clone, PartialEq)]
-enum Step {
+pub enum Step {
     Key(String),
     Index(usize),
 }
 
 /// Every string value of a JSON line with its path and the byte range of its contents (between
 /// its quotes, escapes as written). `None` if the line is not JSON, or nests deeper than 64.
-fn string_values(line: &[u8]) -> Option<Vec<(Vec<Step>, std::ops::Range<usize>)>> {
+pub fn string_values(line: &[u8]) -> Option<Vec<(Vec<Step>, std::ops::Range<usize>)>> {
     struct Scan<'a> {
         b: &'a [u8],
         i: usize,

@@ -338,7 +338,14 @@ impl<W: Write> Replayer<W> {
             // No session opened yet: nothing to map to, and nothing to refuse by.
             return Ok(None);
         }
-        if path.contains("://") || path.starts_with("file:") {
+        // A URL, a home-relative path, a Windows path: not a path under the recorded cwd.
+        let bytes = path.as_bytes();
+        if path.contains("://")
+            || path.starts_with("file:")
+            || path.starts_with('~')
+            || path.contains('\\')
+            || (bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':')
+        {
             return Err(());
         }
         let Some(clean) = lexical(path) else {
@@ -399,9 +406,20 @@ impl<W: Write> Replayer<W> {
                 _ => {}
             }
         }
+        // fs/* paths and a terminal's cwd must be absolute (ACP says so).
+        let absolute_only = matches!(
+            method,
+            "fs/read_text_file" | "fs/write_text_file" | "terminal/create"
+        );
         let mut changed = false;
         for place in places {
-            let Some(path) = place.as_str() else { continue };
+            let Some(path) = place.as_str() else {
+                // A path that is not a string: nothing to judge it by.
+                return Err(place.to_string());
+            };
+            if absolute_only && !path.starts_with('/') && !self.cwds.is_empty() {
+                return Err(path.to_owned());
+            }
             match self.map_path(path) {
                 Ok(Some(moved)) => {
                     *place = Value::String(moved);
@@ -409,6 +427,41 @@ impl<W: Write> Replayer<W> {
                 }
                 Ok(None) => {}
                 Err(()) => return Err(path.to_owned()),
+            }
+        }
+        // The line as written may hold a key twice (`{"path":"/etc/passwd","path":"/rec/a"}`),
+        // and a client may keep the first where the parse above kept the last: every path
+        // string of the raw line is judged too.
+        if !self.cwds.is_empty()
+            && let Some(values) =
+                crate::record::redact::string_values(recorded.raw.trim_ascii_end())
+        {
+            use crate::record::redact::Step;
+            for (path, range) in values {
+                let key = |step: &Step, name: &str| matches!(step, Step::Key(k) if k == name);
+                // The places ACP defines, as `mapped` reads them above.
+                let named_path = match path.as_slice() {
+                    [p, f] => {
+                        key(p, "params") && (key(f, "path") || key(f, "cwd")) && absolute_only
+                    }
+                    [p, call, list, Step::Index(_), f] => {
+                        key(p, "params")
+                            && (key(call, "update") || key(call, "toolCall"))
+                            && (key(list, "locations") || key(list, "content"))
+                            && key(f, "path")
+                    }
+                    _ => false,
+                };
+                if !named_path {
+                    continue;
+                }
+                let quoted = &recorded.raw[range.start - 1..range.end + 1];
+                let Ok(text) = serde_json::from_slice::<String>(quoted) else {
+                    continue;
+                };
+                if self.map_path(&text).is_err() {
+                    return Err(text);
+                }
             }
         }
         if !changed {

@@ -934,3 +934,58 @@ fn compare_text_catches_changed_agent_words() {
     assert_eq!(code, Some(1), "{report}");
     assert!(report.contains("agent text \"WRONG"), "{report}");
 }
+
+/// What the parse of a line and its bytes say differently, and paths that are not paths under
+/// the cwd: a key written twice (a client may keep the first), `~`, a Windows path, a relative
+/// `fs/*` path, a path that is not a string: none of these lines is sent.
+#[test]
+fn ambiguous_or_foreign_paths_are_never_sent() {
+    let sb = Sandbox::new();
+    let raw_lines = [
+        ("c2a", r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/rec","mcpServers":[]}}"#.to_owned()),
+        ("a2c", r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#.to_owned()),
+        ("c2a", r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#.to_owned()),
+        ("a2c", r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"a","title":"x","locations":[{"path":"/etc/passwd","path":"/rec/ok"}]}}}"#.to_owned()),
+        ("a2c", r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"b","title":"x","locations":[{"path":"~/.ssh/id_rsa"}]}}}"#.to_owned()),
+        ("a2c", r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c","title":"x","locations":[{"path":"C:\\Windows\\x"}]}}}"#.to_owned()),
+        ("a2c", r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"d","title":"x","locations":[{"path":["/etc/passwd"]}]}}}"#.to_owned()),
+        ("a2c", r#"{"jsonrpc":"2.0","id":60,"method":"fs/read_text_file","params":{"sessionId":"s","path":"rel.txt"}}"#.to_owned()),
+        ("c2a", r#"{"jsonrpc":"2.0","id":60,"result":{"content":"x"}}"#.to_owned()),
+        ("a2c", r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"e","title":"ok","locations":[{"path":"/rec/fine.txt"}]}}}"#.to_owned()),
+        ("a2c", r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#.to_owned()),
+    ];
+    let text: Vec<String> = raw_lines
+        .iter()
+        .map(|(dir, line)| serde_json::json!({"dir": dir, "eol": true, "text": line}).to_string())
+        .collect();
+    let transcript = sb.path("ambiguous.jsonl");
+    std::fs::write(&transcript, text.join("\n")).unwrap();
+    sb.acptap(&["import", transcript.to_str().unwrap()]);
+    let mut child = replay_as_agent(&sb, &[]);
+    let mut to_agent = child.stdin.take().unwrap();
+    let mut from_agent = BufReader::new(child.stdout.take().unwrap());
+    to_agent.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/new\",\"params\":{\"cwd\":\"/rec\",\"mcpServers\":[]}}\n").unwrap();
+    to_agent.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/prompt\",\"params\":{\"sessionId\":\"s\",\"prompt\":[]}}\n").unwrap();
+    let mut received = Vec::new();
+    loop {
+        let mut line = String::new();
+        from_agent.read_line(&mut line).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        received.push(line);
+        if value["id"] == 2 {
+            break;
+        }
+    }
+    drop(to_agent);
+    let output = finish(child, Duration::from_secs(10));
+    let all = received.join("");
+    for foreign in ["/etc/passwd", "~/.ssh", "Windows", "rel.txt"] {
+        assert!(!all.contains(foreign), "{foreign} was sent: {all}");
+    }
+    assert!(all.contains("/rec/fine.txt"), "{all}");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
