@@ -111,6 +111,18 @@ pub enum Direction {
 }
 
 impl Direction {
+    /// The direction a recording names (`c2a`, `a2c`); `None` for `stderr`, which is not
+    /// protocol.
+    pub fn of_recorded(name: &str) -> Option<Direction> {
+        match name {
+            "c2a" => Some(Direction::ClientToAgent),
+            "a2c" => Some(Direction::AgentToClient),
+            _ => None,
+        }
+    }
+}
+
+impl Direction {
     pub fn name(self) -> &'static str {
         match self {
             Direction::ClientToAgent => "c2a",

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{DbArgs, print, print_json};
-use crate::policy::{Context, Decision, DecisionInput, Policy, Verdict};
+use crate::policy::{Context, Decision, Policy, Redecided, Verdict};
 use crate::record::queries::{self, RecordedPermission};
 
 #[derive(Debug, Args)]
@@ -85,10 +85,7 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
         .with_context(|| format!("cannot read {}", args.request.display()))?;
     let request: Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not JSON", args.request.display()))?;
-    let params = match request.get("params") {
-        Some(params) if request.get("method").is_some() => params,
-        _ => &request,
-    };
+    let params = crate::policy::request_params(&request);
     let cwd = match args.cwd {
         Some(cwd) => cwd,
         None => std::env::current_dir()?,
@@ -216,18 +213,19 @@ fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
 }
 
 fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replayed> {
-    let message: Value = serde_json::from_slice(&recorded.request).ok()?;
-    let params = message.get("params")?;
-    let (input, source) = DecisionInput::of_recorded(
-        params,
+    let Redecided {
+        verdict,
+        input,
+        source,
+    } = policy.decide_recorded(
+        &recorded.request,
         recorded.policy_input.as_deref(),
         &recorded.earlier_updates,
         Context {
             cwd: recorded.cwd.as_deref().map(std::path::Path::new),
             agent: recorded.agent_name.as_deref(),
         },
-    );
-    let verdict = policy.decide_input(&input, params.get("options"));
+    )?;
     let state = input.tool_call.as_ref();
     let field = |name: &str| {
         state.and_then(|c| c.get(name)).map(|v| {

@@ -105,20 +105,15 @@ pub struct ListSessions {
     pub offset: Option<usize>,
 }
 
-/// A time as microseconds since the epoch: RFC 3339, or an age before now.
+/// A time as microseconds since the epoch: RFC 3339, or an age before now (`30m`, `24h`, `7d`,
+/// read by `humantime` as the command line's durations are).
 fn parse_since(text: &str) -> anyhow::Result<i64> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0);
-    let units = [("m", 60), ("h", 3_600), ("d", 86_400), ("w", 604_800)];
-    for (suffix, seconds) in units {
-        if let Some(n) = text.strip_suffix(suffix)
-            && let Ok(n) = n.parse::<i64>()
-            && n >= 0
-        {
-            return Ok(now - n.saturating_mul(seconds).saturating_mul(1_000_000));
-        }
+    if let Ok(age) = humantime::parse_duration(text.trim()) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() as i64)
+            .unwrap_or(0);
+        return Ok(now.saturating_sub(i64::try_from(age.as_micros()).unwrap_or(i64::MAX)));
     }
     crate::record::transcript::parse_start(text).map_err(|_| {
         bad(format!(
@@ -539,14 +534,7 @@ pub fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Valu
     let lines: Vec<(i64, Direction, Vec<u8>)> =
         queries::connection_lines(reader, session.connection_id)?
             .into_iter()
-            .filter_map(|l| {
-                let direction = match l.direction.as_str() {
-                    "c2a" => Direction::ClientToAgent,
-                    "a2c" => Direction::AgentToClient,
-                    _ => return None,
-                };
-                Some((l.seq, direction, l.raw))
-            })
+            .filter_map(|l| Some((l.seq, Direction::of_recorded(&l.direction)?, l.raw)))
             .collect();
     let outcome = crate::check::check(lines.iter().map(|(seq, direction, raw)| Line {
         seq: *seq,
@@ -610,10 +598,7 @@ pub fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value>
                     "request: the params of a session/request_permission (a JSON object), or the whole message",
                 ));
             }
-            let params = match request.get("params") {
-                Some(params) if request.get("method").is_some() => params,
-                _ => request,
-            };
+            let params = crate::policy::request_params(request);
             let cwd = match &args.cwd {
                 Some(cwd) => std::path::PathBuf::from(cwd),
                 None => std::env::current_dir()?,
@@ -639,23 +624,21 @@ pub fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value>
                         session.session_id
                     ))
                 })?;
-            let message: Value = serde_json::from_slice(&recorded.request)
-                .map_err(|e| bad(format!("the recorded request is not JSON: {e}")))?;
-            let params = message.get("params").cloned().unwrap_or(Value::Null);
-            let (input, source) = DecisionInput::of_recorded(
-                &params,
-                recorded.policy_input.as_deref(),
-                &recorded.earlier_updates,
-                Context {
-                    cwd: recorded.cwd.as_deref().map(std::path::Path::new),
-                    agent: recorded.agent_name.as_deref(),
-                },
-            );
-            let verdict = policy.decide_input(&input, params.get("options"));
+            let again = policy
+                .decide_recorded(
+                    &recorded.request,
+                    recorded.policy_input.as_deref(),
+                    &recorded.earlier_updates,
+                    Context {
+                        cwd: recorded.cwd.as_deref().map(std::path::Path::new),
+                        agent: recorded.agent_name.as_deref(),
+                    },
+                )
+                .ok_or_else(|| bad("the recorded request is not a JSON-RPC message with params"))?;
             let mut answer = json!({
-                "verdict": verdict,
-                "input": input,
-                "input_source": source,
+                "verdict": again.verdict,
+                "input": again.input,
+                "input_source": again.source,
                 "recorded": {
                     "decided_by": recorded.decided_by,
                     "outcome": recorded.outcome,

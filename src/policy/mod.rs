@@ -76,6 +76,25 @@ pub struct Context<'a> {
     pub agent: Option<&'a str>,
 }
 
+/// A recorded request decided again: the verdict, what it was decided on, and whether that was
+/// the input recorded with the live decision (`recorded`) or rebuilt from the lines
+/// (`reconstructed`).
+#[derive(Debug, Clone)]
+pub struct Redecided {
+    pub verdict: Verdict,
+    pub input: DecisionInput,
+    pub source: &'static str,
+}
+
+/// The params of a `session/request_permission` given whole (a JSON-RPC message) or as its
+/// params alone.
+pub fn request_params(request: &Value) -> &Value {
+    match request.get("params") {
+        Some(params) if request.get("method").is_some() => params,
+        _ => request,
+    }
+}
+
 /// What a decision is made on, recorded with it so that `policy replay` decides on exactly what
 /// the live tap saw: the tool call as it stood (the request's `toolCall` merged over what was
 /// known), the session's cwd and the agent's name.
@@ -291,6 +310,27 @@ impl Policy {
     pub fn decide(&self, params: &Value, known: Option<&ToolCall>, context: Context) -> Verdict {
         let input = DecisionInput::new(params, known, context, None);
         self.decide_input(&input, params.get("options"))
+    }
+
+    /// A recorded `session/request_permission` line decided again, on the input recorded with
+    /// the live decision when there is one (`DecisionInput::of_recorded`). `None` if the line is
+    /// not a JSON-RPC message with params.
+    pub fn decide_recorded(
+        &self,
+        request_line: &[u8],
+        recorded_input: Option<&str>,
+        earlier_updates: &[Vec<u8>],
+        context: Context,
+    ) -> Option<Redecided> {
+        let message: Value = serde_json::from_slice(request_line).ok()?;
+        let params = message.get("params")?;
+        let (input, source) =
+            DecisionInput::of_recorded(params, recorded_input, earlier_updates, context);
+        Some(Redecided {
+            verdict: self.decide_input(&input, params.get("options")),
+            input,
+            source,
+        })
     }
 
     /// Decides on what a decision is made on ([`DecisionInput`]): live, or as recorded.

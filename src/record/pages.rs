@@ -19,6 +19,17 @@ pub struct Page<T> {
     pub items: Vec<T>,
 }
 
+impl<T> Page<T> {
+    /// The same page with each item made into what a view shows of it.
+    pub fn map<U>(self, each: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            total: self.total,
+            offset: self.offset,
+            items: self.items.into_iter().map(each).collect(),
+        }
+    }
+}
+
 /// Which tool calls a page lists; `None` matches every one.
 #[derive(Debug, Clone, Default)]
 pub struct ToolCallFilter {

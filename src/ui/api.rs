@@ -270,26 +270,17 @@ pub(super) async fn tool_calls(
                 text: given(query.q),
             };
             let page = pages::tool_calls(r, &session, &filter, paging.offset(), paging.limit())?;
-            let items: Vec<Value> = page
-                .items
-                .iter()
-                .map(|call| {
-                    json!({
-                        "tool_call_id": call.tool_call_id,
-                        "title": call.title.as_deref().map(|t| preview(t, PREVIEW_CHARS)),
-                        "kind": call.kind,
-                        "status": call.status,
-                        "first_seen_at": call.first_seen_at,
-                        "duration_us": call.duration_us(),
-                        "paths": call.paths().iter().take(5).collect::<Vec<_>>(),
-                    })
+            Ok(page.map(|call| {
+                json!({
+                    "tool_call_id": call.tool_call_id,
+                    "title": call.title.as_deref().map(|t| preview(t, PREVIEW_CHARS)),
+                    "kind": call.kind,
+                    "status": call.status,
+                    "first_seen_at": call.first_seen_at,
+                    "duration_us": call.duration_us(),
+                    "paths": call.paths().iter().take(5).collect::<Vec<_>>(),
                 })
-                .collect();
-            Ok(Page {
-                total: page.total,
-                offset: page.offset,
-                items,
-            })
+            }))
         })
         .await,
     )
@@ -354,28 +345,19 @@ pub(super) async fn lines(
                 text: given(query.q).map(String::into_bytes),
             };
             let page = pages::lines(r, connection, &filter, paging.offset(), paging.limit())?;
-            let items: Vec<Value> = page
-                .items
-                .iter()
-                .map(|m| {
-                    let head = &m.raw[..m.raw.len().min(PREVIEW_CHARS * 4)];
-                    json!({
-                        "seq": m.seq,
-                        "ts": m.ts,
-                        "direction": m.direction,
-                        "kind": m.kind,
-                        "method": m.method,
-                        "size": m.size,
-                        "truncated": m.truncated,
-                        "preview": preview(&String::from_utf8_lossy(head), PREVIEW_CHARS),
-                    })
+            Ok(page.map(|m| {
+                let head = &m.raw[..m.raw.len().min(PREVIEW_CHARS * 4)];
+                json!({
+                    "seq": m.seq,
+                    "ts": m.ts,
+                    "direction": m.direction,
+                    "kind": m.kind,
+                    "method": m.method,
+                    "size": m.size,
+                    "truncated": m.truncated,
+                    "preview": preview(&String::from_utf8_lossy(head), PREVIEW_CHARS),
                 })
-                .collect();
-            Ok(Page {
-                total: page.total,
-                offset: page.offset,
-                items,
-            })
+            }))
         })
         .await,
     )

@@ -367,8 +367,14 @@ fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-/// `acptap ui`: serves until interrupted. Prints the URL (with the token) on stdout.
-pub fn serve(db: PathBuf, port: u16, open: bool) -> anyhow::Result<()> {
+/// `acptap ui`: serves until interrupted. `ready` is given the URL (with the token) once the
+/// server listens: the command prints it.
+pub fn serve(
+    db: PathBuf,
+    port: u16,
+    open: bool,
+    ready: impl FnOnce(&str) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
     // Fail now, with the usual message, if the database is not there.
     drop(Reader::open(&db)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -393,7 +399,7 @@ pub fn serve(db: PathBuf, port: u16, open: bool) -> anyhow::Result<()> {
             streams: std::sync::atomic::AtomicUsize::new(0),
         });
         let url = format!("http://127.0.0.1:{port}/?token={}", app.token);
-        println!("{url}");
+        ready(&url)?;
         if open {
             let _ = std::process::Command::new("xdg-open").arg(&url).spawn();
         }

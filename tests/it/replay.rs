@@ -200,17 +200,7 @@ fn replay_as_client(sb: &Sandbox, session: &str, agent: &[&OsStr]) -> std::proce
 #[test]
 fn replay_as_client_against_the_demo_agent_is_a_ci_gate() {
     let sb = Sandbox::new();
-    let demo = Command::new(acptap_bin())
-        .args(["demo", "--db"])
-        .arg(sb.db())
-        .current_dir(sb.dir.path())
-        .output()
-        .unwrap();
-    assert!(demo.status.success());
-    let session: String = sb
-        .conn()
-        .query_row("SELECT session_id FROM sessions", [], |r| r.get(0))
-        .unwrap();
+    let session = record_demo(&sb);
     let acptap = acptap_bin();
 
     let same = replay_as_client(
@@ -339,12 +329,8 @@ fn a_recorded_cancel_is_not_waited_for() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("\"cancelled\""));
 }
 
-/// Replay as the client in another directory (`--cwd`, the CI recipe): the same agent doing the
-/// same work there is no divergence, since the comparison writes each session's cwd `<cwd>`; a
-/// real change still is.
-#[test]
-fn replay_as_client_in_another_cwd_is_not_a_divergence() {
-    let sb = Sandbox::new();
+/// Records `acptap demo` into the sandbox's database; returns its session id.
+fn record_demo(sb: &Sandbox) -> String {
     let demo = Command::new(acptap_bin())
         .args(["demo", "--db"])
         .arg(sb.db())
@@ -352,10 +338,18 @@ fn replay_as_client_in_another_cwd_is_not_a_divergence() {
         .output()
         .unwrap();
     assert!(demo.status.success());
-    let session: String = sb
-        .conn()
+    sb.conn()
         .query_row("SELECT session_id FROM sessions", [], |r| r.get(0))
-        .unwrap();
+        .unwrap()
+}
+
+/// Replay as the client in another directory (`--cwd`, the CI recipe): the same agent doing the
+/// same work there is no divergence, since the comparison writes each session's cwd `<cwd>`; a
+/// real change still is.
+#[test]
+fn replay_as_client_in_another_cwd_is_not_a_divergence() {
+    let sb = Sandbox::new();
+    let session = record_demo(&sb);
     let elsewhere = sb.path("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     let acptap = acptap_bin();
@@ -642,15 +636,7 @@ fn a_path_outside_the_recorded_cwd_is_never_sent() {
             serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
         ),
     ];
-    let text: Vec<String> = lines
-        .iter()
-        .map(|(dir, m)| {
-            serde_json::json!({"dir": dir, "eol": true, "text": m.to_string()}).to_string()
-        })
-        .collect();
-    let transcript = sb.path("outside.jsonl");
-    std::fs::write(&transcript, text.join("\n")).unwrap();
-    sb.acptap(&["import", transcript.to_str().unwrap()]);
+    crate::util::import_lines(&sb, &lines);
     let mut child = replay_as_agent(&sb, &[]);
     let mut to_agent = child.stdin.take().unwrap();
     let mut from_agent = BufReader::new(child.stdout.take().unwrap());
@@ -750,15 +736,7 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
             serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
         ),
     ];
-    let lines: Vec<String> = transcript
-        .iter()
-        .map(|(dir, m)| {
-            serde_json::json!({"dir": dir, "eol": true, "text": m.to_string()}).to_string()
-        })
-        .collect();
-    let file = sb.path("fs.jsonl");
-    std::fs::write(&file, lines.join("\n")).unwrap();
-    sb.acptap(&["import", file.to_str().unwrap()]);
+    crate::util::import_lines(&sb, &transcript);
 
     let live = sb.path("live");
     std::fs::create_dir_all(&live).unwrap();
@@ -862,17 +840,7 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
 #[test]
 fn compare_text_catches_changed_agent_words() {
     let sb = Sandbox::new();
-    let demo = Command::new(acptap_bin())
-        .args(["demo", "--db"])
-        .arg(sb.db())
-        .current_dir(sb.dir.path())
-        .output()
-        .unwrap();
-    assert!(demo.status.success());
-    let session: String = sb
-        .conn()
-        .query_row("SELECT session_id FROM sessions", [], |r| r.get(0))
-        .unwrap();
+    let session = record_demo(&sb);
     let elsewhere = sb.path("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     let run = |session: &str, compare: bool| {
@@ -954,13 +922,7 @@ fn ambiguous_or_foreign_paths_are_never_sent() {
         ("a2c", r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"e","title":"ok","locations":[{"path":"/rec/fine.txt"}]}}}"#.to_owned()),
         ("a2c", r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#.to_owned()),
     ];
-    let text: Vec<String> = raw_lines
-        .iter()
-        .map(|(dir, line)| serde_json::json!({"dir": dir, "eol": true, "text": line}).to_string())
-        .collect();
-    let transcript = sb.path("ambiguous.jsonl");
-    std::fs::write(&transcript, text.join("\n")).unwrap();
-    sb.acptap(&["import", transcript.to_str().unwrap()]);
+    crate::util::import_lines(&sb, &raw_lines);
     let mut child = replay_as_agent(&sb, &[]);
     let mut to_agent = child.stdin.take().unwrap();
     let mut from_agent = BufReader::new(child.stdout.take().unwrap());

@@ -602,17 +602,20 @@ fn a_long_session_is_paged_and_each_page_runs_cleanly() {
         !html.contains(&format!("Read file-{per_page}.rs")),
         "a later turn on page 1"
     );
-    let second = sb.path("second.html");
-    let range = format!("{}-", per_page + 1);
-    sb.acptap(&[
-        "report",
-        "last",
-        "--turns",
-        &range,
-        "-o",
-        second.to_str().unwrap(),
-    ]);
-    let next = std::fs::read_to_string(&second).unwrap();
+    // The report of the turns `range` (`acptap report last --turns RANGE`), written to `name`.
+    let report = |name: &str, range: &str| {
+        let file = sb.path(name);
+        sb.acptap(&[
+            "report",
+            "last",
+            "--turns",
+            range,
+            "-o",
+            file.to_str().unwrap(),
+        ]);
+        (std::fs::read_to_string(&file).unwrap(), file)
+    };
+    let (next, second) = report("second.html", &format!("{}-", per_page + 1));
     assert!(
         next.contains(&format!("Read file-{per_page}.rs"))
             && next.contains(&format!("Read file-{}.rs", turns - 1))
@@ -632,17 +635,7 @@ fn a_long_session_is_paged_and_each_page_runs_cleanly() {
         "the previous page"
     );
     // A short last page asked for as a whole page: the previous page is a whole page too.
-    let short = sb.path("short.html");
-    let range = format!("{}-{}", per_page + 1, 2 * per_page);
-    sb.acptap(&[
-        "report",
-        "last",
-        "--turns",
-        &range,
-        "-o",
-        short.to_str().unwrap(),
-    ]);
-    let short = std::fs::read_to_string(&short).unwrap();
+    let (short, _) = report("short.html", &format!("{}-{}", per_page + 1, 2 * per_page));
     assert!(
         short.contains(&format!(
             "Previous: <code>acptap report paged --turns 1-{per_page}</code>"

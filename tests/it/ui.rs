@@ -127,36 +127,35 @@ fn every_request_needs_the_token_the_host_and_the_origin() {
         ),
     );
     assert_eq!(status, 403, "a foreign Host");
-    // Two Host headers, the second foreign; a request line naming a foreign host; a second,
-    // foreign Origin: each refused.
-    let (status, _) = get(
-        &format!("/api/sessions?token={token}"),
-        "Host: evil.example\r\n",
+    // Two Host headers, the second foreign; a request line naming a foreign host; a foreign
+    // Origin, alone or second to ours: each refused. Our own Origin is served.
+    let api = format!("/api/sessions?token={token}");
+    let foreign_api = format!("http://evil.example/api/sessions?token={token}");
+    let ours_then_foreign = format!(
+        "Origin: http://127.0.0.1:{}\r\nOrigin: http://evil.example\r\n",
+        ui.port
     );
-    assert_eq!(status, 400, "two Host headers");
-    let (status, _) = get(
-        &format!("http://evil.example/api/sessions?token={token}"),
-        "",
-    );
-    assert_eq!(status, 403, "an absolute URL naming another host");
-    let (status, _) = get(
-        &format!("/api/sessions?token={token}"),
-        &format!(
-            "Origin: http://127.0.0.1:{}\r\nOrigin: http://evil.example\r\n",
-            ui.port
+    let ours = format!("Origin: http://localhost:{}\r\n", ui.port);
+    for (path, extra, expected, what) in [
+        (&api, "Host: evil.example\r\n", 400, "two Host headers"),
+        (&foreign_api, "", 403, "an absolute URL naming another host"),
+        (
+            &api,
+            ours_then_foreign.as_str(),
+            403,
+            "a second, foreign Origin",
         ),
-    );
-    assert_eq!(status, 403, "a second, foreign Origin");
-    let (status, _) = get(
-        &format!("/api/sessions?token={token}"),
-        "Origin: http://evil.example\r\n",
-    );
-    assert_eq!(status, 403, "a foreign Origin");
-    let (status, _) = get(
-        &format!("/api/sessions?token={token}"),
-        &format!("Origin: http://localhost:{}\r\n", ui.port),
-    );
-    assert_eq!(status, 200, "our own Origin");
+        (
+            &api,
+            "Origin: http://evil.example\r\n",
+            403,
+            "a foreign Origin",
+        ),
+        (&api, ours.as_str(), 200, "our own Origin"),
+    ] {
+        let (status, _) = get(path, extra);
+        assert_eq!(status, expected, "{what}");
+    }
     let (status, _) = request(
         &at,
         &format!(

@@ -327,10 +327,11 @@ pub const SCRIPT: &str = "<script>alert(1)</script>";
 pub const BREAKOUT: &str = "\"><img src=x onerror=alert(1)>";
 pub const PWN: &str = "<img src=x onerror=\"document.body.dataset.pwned=1\">'><svg onload=\"document.body.dataset.pwned=1\"></textarea></pre></details></style><script>document.body.dataset.pwned=1</script>";
 
-/// Imports lines (`dir`, text) as one transcript.
-pub fn import_lines(sb: &Sandbox, lines: &[(&str, String)]) {
+/// Imports lines (`dir`, the line: a string, or a JSON value written as one) as one transcript.
+pub fn import_lines(sb: &Sandbox, lines: &[(&str, impl ToString)]) {
     let mut text = String::new();
     for (n, (dir, line)) in lines.iter().enumerate() {
+        let line = line.to_string();
         let record = json!({"seq": n, "t": n as f64 * 0.01, "dir": dir, "eol": true, "text": line});
         text.push_str(&record.to_string());
         text.push('\n');

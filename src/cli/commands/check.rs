@@ -14,19 +14,11 @@ use super::super::{CheckArgs, DiffArgs, print, write_private};
 /// The lines of one conversation, as owned bytes with their direction (stderr left out).
 type Lines = Vec<(i64, Direction, Vec<u8>)>;
 
-fn direction(name: &str) -> Option<Direction> {
-    match name {
-        "c2a" => Some(Direction::ClientToAgent),
-        "a2c" => Some(Direction::AgentToClient),
-        _ => None,
-    }
-}
-
 /// A recorded connection's lines.
 fn recorded_lines(reader: &Reader, connection_id: i64) -> anyhow::Result<Lines> {
     Ok(queries::connection_lines(reader, connection_id)?
         .into_iter()
-        .filter_map(|l| Some((l.seq, direction(&l.direction)?, l.raw)))
+        .filter_map(|l| Some((l.seq, Direction::of_recorded(&l.direction)?, l.raw)))
         .collect())
 }
 
@@ -38,7 +30,7 @@ fn transcript_lines(path: &std::path::Path) -> anyhow::Result<Lines> {
         .with_context(|| format!("{} is not a transcript", path.display()))?;
     let mut lines = Vec::new();
     for (i, record) in records.iter().enumerate() {
-        let Some(direction) = direction(&record.dir) else {
+        let Some(direction) = Direction::of_recorded(&record.dir) else {
             continue;
         };
         let bytes = record
