@@ -463,6 +463,16 @@ pub struct ReplayArgs {
     /// As agent: keep or rewrite the recorded session ids.
     #[arg(long, value_enum, default_value = "keep")]
     pub session_ids: SessionIds,
+    /// As agent: let the replay ask the live client to run the recorded commands
+    /// (`terminal/*`, in the live cwd, the command and environment said on stderr first) and
+    /// MCP tool calls (`mcp/message`). A recording can name any command: replay only one you
+    /// trust with this. Without it, those requests are not sent.
+    #[arg(long)]
+    pub run_recorded_commands: bool,
+    /// As agent: send no `fs/write_text_file` at all (by default recorded writes are sent inside
+    /// the live cwd, never to version-control or tool configuration).
+    #[arg(long)]
+    pub no_writes: bool,
     /// As client: the cwd sent in session/new [default: the recorded one]
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

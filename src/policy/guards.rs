@@ -78,8 +78,32 @@ pub const STARTUP_DIRS: &[&str] = &[
 ];
 
 /// Directory names that configure the tool that reads the project wherever they are
-/// (`.cargo/config.toml` can make `cargo test` run any program).
-const CONFIG_DIRS_ANYWHERE: &[&str] = &[".cargo"];
+/// (`.cargo/config.toml` can make `cargo test` run any program; an editor's tasks and an agent's
+/// hooks and settings run commands; a hook manager's scripts run on every commit). Compared in
+/// lower case.
+pub const CONFIG_DIRS_ANYWHERE: &[&str] = &[
+    ".cargo",
+    ".acptap",
+    ".vscode",
+    ".idea",
+    ".zed",
+    ".nvim",
+    ".devcontainer",
+    ".husky",
+    ".githooks",
+    ".claude",
+    ".codex",
+    ".gemini",
+    ".qwen",
+    ".cursor",
+    ".opencode",
+    ".kimi",
+    ".vibe",
+    ".pi",
+];
+
+/// Version-control directories other than git's: their configuration runs hooks too.
+pub const VCS_DIRS: &[&str] = &[".hg", ".jj", ".svn", ".bzr"];
 
 /// Names inside a git directory that make a directory a repository or configure one.
 const REPOSITORY_NAMES: &[&str] = &["head", "config", "packed-refs", "commondir", "gitdir"];
@@ -169,6 +193,18 @@ impl Guards<'_> {
                     "guard:git-dir",
                     format!(
                         "built-in guard: {} is inside a .git directory",
+                        path.display()
+                    ),
+                ));
+            }
+            if let Some(dir) = lower
+                .components()
+                .find_map(|c| VCS_DIRS.iter().find(|d| c.as_os_str() == **d).copied())
+            {
+                return Some((
+                    "guard:vcs-dir",
+                    format!(
+                        "built-in guard: {} is inside a {dir} directory (version control)",
                         path.display()
                     ),
                 ));

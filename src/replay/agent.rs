@@ -31,6 +31,7 @@ use std::time::Duration;
 use anyhow::bail;
 use serde_json::{Value, json};
 
+use super::outbound::{Allowances, Gate};
 use super::script::{ScriptLine, with_id, with_renamed_strings};
 use crate::protocol::{Direction, Message, MessageKind, parse_line};
 
@@ -40,6 +41,8 @@ pub struct AgentReplayOptions {
     pub speed: Option<f64>,
     pub strict: bool,
     pub rewrite_session_ids: bool,
+    /// What the replay may ask of the live client beyond the safe default.
+    pub allow: Allowances,
 }
 
 /// How a replay as the agent went: the live client's answers that differed from the recorded
@@ -56,7 +59,8 @@ impl AgentReplayReport {
         let mut out =
             String::from("recorded: the agent of the recording\nlive:     the client on stdin\n");
         for line in self.differences.iter().chain(&self.refused) {
-            out.push_str(&format!("  {line}\n"));
+            let line = line.replace(['\n', '\r'], " ");
+            out.push_str(&format!("  {}\n", crate::inspect::terminal_safe(&line)));
         }
         out.push_str(&match self.differences.len() {
             0 => "no divergence\n".to_owned(),
@@ -65,6 +69,15 @@ impl AgentReplayReport {
         });
         out
     }
+}
+
+/// One line on stderr: recorded text is shown with no control or bidi character, on one line.
+fn say(what: &str) {
+    let one_line = what.replace(['\n', '\r'], " ");
+    eprintln!(
+        "acptap replay: {}",
+        crate::inspect::terminal_safe(&one_line)
+    );
 }
 
 /// What the replay waits for next.
@@ -102,13 +115,15 @@ struct Replayer<W> {
     /// Recorded client request id -> the live client's id for the same request.
     ids: HashMap<String, String>,
     sessions: HashMap<String, String>,
-    /// (recorded cwd, live cwd) of each session opened.
-    cwds: Vec<(String, String)>,
+    /// What may be sent to the live client (it knows the sessions' cwds).
+    gate: Gate,
+    /// Recorded terminal id -> the live client's id for the same terminal.
+    terminals: HashMap<String, String>,
     /// The requests the replay sent, by id: their method and params (to compare the answers).
     sent: HashMap<String, (String, Value)>,
-    /// Recorded agent requests not sent (a path outside the cwd): their answers are not waited
-    /// for.
-    not_sent: std::collections::HashSet<String>,
+    /// Recorded agent requests the gate held back, by id, with their method: their answers are
+    /// not waited for.
+    not_sent: HashMap<String, String>,
     report: AgentReplayReport,
     /// `--strict` met a divergence: the replay ends.
     stopped: bool,
@@ -197,10 +212,11 @@ impl<W: Write> Replayer<W> {
     fn refuse(&mut self, live: &Message, expected: &str) -> anyhow::Result<()> {
         let method = live.method.as_deref().unwrap_or("?");
         let why = format!(
-            "acptap replay: the recording has no answer for `{method}` at turn {}: it expects {expected} next",
+            "the recording has no answer for `{method}` at turn {}: it expects {expected} next",
             self.turn_number
         );
-        eprintln!("{why}");
+        say(&why);
+        let why = format!("acptap replay: {why}");
         if let Some(id) = &live.id {
             let error = json!({"code": -32603, "message": why});
             self.send(
@@ -215,12 +231,12 @@ impl<W: Write> Replayer<W> {
 
     /// A difference between the live client and the recording: said now, summed up at the end.
     fn differ(&mut self, what: String) -> anyhow::Result<()> {
-        eprintln!("acptap replay: divergence: {what}");
+        say(&format!("divergence: {what}"));
         self.report.differences.push(what);
         if self.options.strict {
             // Ends with the summary and exit status 1 (divergent), not as an error.
             self.stopped = true;
-            eprintln!("acptap replay: --strict: ending at the first divergence");
+            say("--strict: ending at the first divergence");
         }
         Ok(())
     }
@@ -230,12 +246,22 @@ impl<W: Write> Replayer<W> {
     fn expect(&mut self, recorded: &ScriptLine) -> anyhow::Result<()> {
         let expected = describe(recorded);
         if recorded.message.kind == MessageKind::Response
-            && recorded
+            && let Some(method) = recorded
                 .message
                 .id
                 .as_ref()
-                .is_some_and(|id| self.not_sent.contains(id))
+                .and_then(|id| self.not_sent.get(id))
         {
+            // A terminal that was not created: what the agent then asks about it is held too.
+            if method == "terminal/create"
+                && let Some(terminal) = recorded
+                    .message
+                    .result()
+                    .and_then(|r| r.get("terminalId"))
+                    .and_then(Value::as_str)
+            {
+                self.gate.held_terminals.insert(terminal.to_owned());
+            }
             return Ok(());
         }
         loop {
@@ -274,7 +300,7 @@ impl<W: Write> Replayer<W> {
                         if let (Some(recorded_cwd), Some(live_cwd)) =
                             (cwd(&recorded.message), cwd(&live))
                         {
-                            self.cwds.push((recorded_cwd, live_cwd));
+                            self.gate.cwds.push((recorded_cwd, live_cwd));
                         }
                     }
                     return Ok(());
@@ -292,13 +318,13 @@ impl<W: Write> Replayer<W> {
                     return Ok(());
                 }
                 (_, MessageKind::Request) => self.refuse(&live, &expected)?,
-                _ => eprintln!(
-                    "acptap replay: ignoring a client {} while waiting for {expected}",
+                _ => say(&format!(
+                    "ignoring a client {} while waiting for {expected}",
                     live.method
                         .as_deref()
                         .map(|m| format!("`{m}`"))
                         .unwrap_or_else(|| "response".into())
-                ),
+                )),
             }
         }
     }
@@ -314,6 +340,20 @@ impl<W: Write> Replayer<W> {
         if self.cancelled() {
             // Answers to a cancelled turn's requests differ by design (`cancelled`).
             return Ok(());
+        }
+        if method == "terminal/create" {
+            let terminal = |m: &Message| {
+                m.result()
+                    .and_then(|r| r.get("terminalId"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            };
+            if let (Some(recorded_terminal), Some(live_terminal)) =
+                (terminal(&recorded.message), terminal(live))
+                && recorded_terminal != live_terminal
+            {
+                self.terminals.insert(recorded_terminal, live_terminal);
+            }
         }
         let null = Value::Null;
         let recorded_shape = answer_shape(
@@ -331,177 +371,42 @@ impl<W: Write> Replayer<W> {
         Ok(())
     }
 
-    /// The path moved to the live cwd (`None`: sent as it is); `Err` for a path that lies
-    /// outside every recorded cwd once `.` and `..` are resolved, or a URL.
-    fn map_path(&self, path: &str) -> Result<Option<String>, ()> {
-        if self.cwds.is_empty() {
-            // No session opened yet: nothing to map to, and nothing to refuse by.
-            return Ok(None);
-        }
-        // A URL, a home-relative path, a Windows path: not a path under the recorded cwd.
-        let bytes = path.as_bytes();
-        if path.contains("://")
-            || path.starts_with("file:")
-            || path.starts_with('~')
-            || path.contains('\\')
-            || (bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':')
-        {
-            return Err(());
-        }
-        let Some(clean) = lexical(path) else {
-            // Climbs above the root, or (relative) above the cwd.
-            return Err(());
-        };
-        if !clean.starts_with('/') {
-            // Relative, and inside: the client resolves it against its own cwd.
-            return Ok(None);
-        }
-        for (recorded, live) in &self.cwds {
-            if clean == *recorded {
-                return Ok(Some(live.clone()).filter(|l| l != path));
-            }
-            if let Some(rest) = clean.strip_prefix(recorded.as_str())
-                && rest.starts_with('/')
-            {
-                let moved = format!("{live}{rest}");
-                return Ok((moved != path).then_some(moved));
-            }
-        }
-        Err(())
-    }
-
-    /// The line with its paths moved to the live cwd; `Err(path)` when one lies outside.
-    fn mapped(&self, recorded: &ScriptLine) -> Result<Option<Vec<u8>>, String> {
-        let Some(mut value) = recorded.message.value.clone() else {
-            return Ok(None);
-        };
-        let method = recorded.message.method.as_deref().unwrap_or("");
-        let mut places: Vec<&mut Value> = Vec::new();
-        let params = value.get_mut("params");
-        if let Some(params) = params {
-            match method {
-                "fs/read_text_file" | "fs/write_text_file" => places.extend(params.get_mut("path")),
-                "terminal/create" => places.extend(params.get_mut("cwd")),
-                "session/update" | "session/request_permission" => {
-                    let call = if method == "session/update" {
-                        params.get_mut("update")
-                    } else {
-                        params.get_mut("toolCall")
-                    };
-                    if let Some(Value::Object(call)) = call {
-                        for (key, field) in call.iter_mut() {
-                            if key != "locations" && key != "content" {
-                                continue;
-                            }
-                            for item in field.as_array_mut().into_iter().flatten() {
-                                let is_diff = key == "locations"
-                                    || item.get("type").and_then(Value::as_str) == Some("diff");
-                                if is_diff && let Some(path) = item.get_mut("path") {
-                                    places.push(path);
-                                }
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        // fs/* paths and a terminal's cwd must be absolute (ACP says so).
-        let absolute_only = matches!(
-            method,
-            "fs/read_text_file" | "fs/write_text_file" | "terminal/create"
-        );
-        let mut changed = false;
-        for place in places {
-            let Some(path) = place.as_str() else {
-                // A path that is not a string: nothing to judge it by.
-                return Err(place.to_string());
-            };
-            if absolute_only && !path.starts_with('/') && !self.cwds.is_empty() {
-                return Err(path.to_owned());
-            }
-            match self.map_path(path) {
-                Ok(Some(moved)) => {
-                    *place = Value::String(moved);
-                    changed = true;
-                }
-                Ok(None) => {}
-                Err(()) => return Err(path.to_owned()),
-            }
-        }
-        // The line as written may hold a key twice (`{"path":"/etc/passwd","path":"/rec/a"}`),
-        // and a client may keep the first where the parse above kept the last: every path
-        // string of the raw line is judged too.
-        if !self.cwds.is_empty()
-            && let Some(values) =
-                crate::record::redact::string_values(recorded.raw.trim_ascii_end())
-        {
-            use crate::record::redact::Step;
-            for (path, range) in values {
-                let key = |step: &Step, name: &str| matches!(step, Step::Key(k) if k == name);
-                // The places ACP defines, as `mapped` reads them above.
-                let named_path = match path.as_slice() {
-                    [p, f] => {
-                        key(p, "params") && (key(f, "path") || key(f, "cwd")) && absolute_only
-                    }
-                    [p, call, list, Step::Index(_), f] => {
-                        key(p, "params")
-                            && (key(call, "update") || key(call, "toolCall"))
-                            && (key(list, "locations") || key(list, "content"))
-                            && key(f, "path")
-                    }
-                    _ => false,
-                };
-                if !named_path {
-                    continue;
-                }
-                let quoted = &recorded.raw[range.start - 1..range.end + 1];
-                let Ok(text) = serde_json::from_slice::<String>(quoted) else {
-                    continue;
-                };
-                if self.map_path(&text).is_err() {
-                    return Err(text);
-                }
-            }
-        }
-        if !changed {
-            return Ok(None);
-        }
-        let mut bytes = serde_json::to_vec(&value).map_err(|e| e.to_string())?;
-        bytes.push(b'\n');
-        Ok(Some(bytes))
-    }
-
     fn emit(&mut self, recorded: &ScriptLine) -> anyhow::Result<()> {
-        let mut bytes = match self.mapped(recorded) {
-            Ok(Some(moved)) => moved,
-            Ok(None) => recorded.raw.clone(),
-            Err(path) => {
-                let what = format!(
-                    "turn {}: recorded line {} not sent: its path {path} lies outside the recorded cwd (a replay never touches other files)",
-                    self.turn_number, recorded.seq
-                );
-                eprintln!("acptap replay: {what}");
-                self.report.refused.push(what);
-                if recorded.message.kind == MessageKind::Request
-                    && let Some(id) = &recorded.message.id
-                {
-                    self.not_sent.insert(id.clone());
-                }
-                return Ok(());
+        let judged = self.gate.judge(&recorded.raw);
+        for held in judged.held {
+            let what = format!(
+                "turn {}: recorded line {}{} not sent: {}",
+                self.turn_number,
+                recorded.seq,
+                held.method
+                    .as_deref()
+                    .map(|m| format!(" (`{m}`)"))
+                    .unwrap_or_default(),
+                held.reason
+            );
+            say(&what);
+            self.report.refused.push(what);
+            if let Some(id) = held.id {
+                self.not_sent.insert(id, held.method.unwrap_or_default());
             }
+        }
+        let Some(mut bytes) = judged.bytes else {
+            return Ok(());
         };
-        if recorded.message.kind == MessageKind::Request
-            && let (Some(id), Some(method)) = (&recorded.message.id, &recorded.message.method)
-        {
-            let params = recorded.message.params().cloned().unwrap_or(Value::Null);
-            self.sent.insert(id.clone(), (method.clone(), params));
+        for notice in &judged.notices {
+            say(&format!("turn {}: {notice}", self.turn_number));
+        }
+        for (id, method, params) in judged.requests {
+            self.sent.insert(id, (method, params));
         }
         if recorded.message.kind == MessageKind::Response
             && let Some(live) = recorded.message.id.as_ref().and_then(|id| self.ids.get(id))
             && let Some(swapped) = with_id(&bytes, live)
         {
             bytes = swapped;
+        }
+        if !self.terminals.is_empty() {
+            bytes = with_renamed_strings(&bytes, &self.terminals);
         }
         if self.options.rewrite_session_ids {
             if let Some(session) = recorded.message.session_id()
@@ -529,11 +434,11 @@ impl<W: Write> Replayer<W> {
                     && l.message.id.as_deref() == Some(turn.recorded_id.as_str())
             })
             .map_or(script.len(), |at| from + at + 1);
-        eprintln!(
-            "acptap replay: the client cancelled turn {}: its recorded rest ({} line(s)) is not sent, the prompt is answered `cancelled`",
+        say(&format!(
+            "the client cancelled turn {}: its recorded rest ({} line(s)) is not sent, the prompt is answered `cancelled`",
             self.turn_number,
             end - from
-        );
+        ));
         let answer =
             json!({"jsonrpc": "2.0", "id": Value::Null, "result": {"stopReason": "cancelled"}});
         let mut bytes = serde_json::to_vec(&answer)?;
@@ -544,28 +449,6 @@ impl<W: Write> Replayer<W> {
     }
 }
 
-/// `path` with `.` and `..` resolved by its text; `None` if it climbs above its root (`/` for
-/// an absolute path, the cwd for a relative one).
-fn lexical(path: &str) -> Option<String> {
-    let absolute = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            other => parts.push(other),
-        }
-    }
-    let joined = parts.join("/");
-    Some(if absolute {
-        format!("/{joined}")
-    } else {
-        joined
-    })
-}
-
 /// Plays `script` (one recorded connection) as the agent; returns how the live client's answers
 /// compared with the recorded ones.
 pub fn replay_as_agent(
@@ -574,6 +457,7 @@ pub fn replay_as_agent(
     output: impl Write,
     options: AgentReplayOptions,
 ) -> anyhow::Result<AgentReplayReport> {
+    let allow = options.allow;
     let (tx, incoming) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut input = input;
@@ -586,7 +470,7 @@ pub fn replay_as_agent(
             }
             let message = parse_line(&line);
             if message.kind == MessageKind::Invalid {
-                eprintln!("acptap replay: ignoring a client line that is not JSON-RPC");
+                say("ignoring a client line that is not JSON-RPC");
                 continue;
             }
             if tx.send(message).is_err() {
@@ -603,9 +487,10 @@ pub fn replay_as_agent(
         turn: None,
         ids: HashMap::new(),
         sessions: HashMap::new(),
-        cwds: Vec::new(),
+        gate: Gate::new(allow),
+        terminals: HashMap::new(),
         sent: HashMap::new(),
-        not_sent: Default::default(),
+        not_sent: HashMap::new(),
         report: AgentReplayReport::default(),
         stopped: false,
     };
@@ -630,10 +515,10 @@ pub fn replay_as_agent(
                     && !turn.recorded_cancel_said
                 {
                     turn.recorded_cancel_said = true;
-                    eprintln!(
-                        "acptap replay: the recorded client cancelled turn {} here; the live client has not: the recorded end of the turn is played (stopReason `cancelled`)",
+                    say(&format!(
+                        "the recorded client cancelled turn {} here; the live client has not: the recorded end of the turn is played (stopReason `cancelled`)",
                         replayer.turn_number
-                    );
+                    ));
                 }
             }
             Direction::ClientToAgent => replayer.expect(line)?,

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod client;
 pub mod divergence;
+pub mod outbound;
 pub mod script;
 
 /// Whether `path` lies in `dir`, by its components after `.` and `..` are taken out lexically

@@ -23,6 +23,10 @@ pub(in crate::cli) fn replay(args: ReplayArgs, _config: &Config) -> anyhow::Resu
                     speed: args.speed,
                     strict: args.strict,
                     rewrite_session_ids: args.session_ids == SessionIds::Rewrite,
+                    allow: crate::replay::outbound::Allowances {
+                        run_commands: args.run_recorded_commands,
+                        writes: !args.no_writes,
+                    },
                 },
             )?;
             // The summary goes to stderr: stdout is the protocol.

@@ -1,0 +1,635 @@
+//! What `replay --as agent` may send to the live client: the one gate every recorded agent line
+//! passes before it is written.
+//!
+//! A recording is untrusted input (anyone can write a transcript), and the live client acts on
+//! what an agent asks: it writes files, runs terminal commands, calls MCP tools. So the gate
+//! sends only what it has judged, exactly as it judged it:
+//!
+//! - a line is read with the decoder every other part of acptap uses; a line it cannot read is
+//!   not sent (nobody can tell what a client would make of it), and a line a client could read
+//!   otherwise (not strict JSON, or a key written twice, which one client keeps first and
+//!   another last) is sent re-serialised from what was judged;
+//! - a batch is judged element by element: the elements that pass are sent, as one batch;
+//! - a request or notification is judged by its method:
+//!   - `fs/read_text_file`, `fs/write_text_file`: the `path` must be absolute and lie under a
+//!     recorded session's cwd; it is moved under the live session's cwd, and must stay there on
+//!     disk too (no symbolic link out). A write is never sent with `--no-writes`, nor to
+//!     version-control or tool configuration (the policy's built-in guards decide which:
+//!     `.git/`, `.hg/`, `.jj/`, `.acptap/`, editor and agent configuration, startup files);
+//!   - `terminal/*` and `mcp/message` (the client runs something) only with
+//!     `--run-recorded-commands`, a terminal only in the live cwd;
+//!   - `elicitation/create` never in URL mode (a replay does not make the client open a URL);
+//!   - `session/update` and `session/request_permission`: the paths ACP defines (locations, a
+//!     diff's path) moved to the live cwd, none outside;
+//!   - any other method (extension methods included): every string in the message that names
+//!     a path (a word starting with `/`, `~`, `\`, `..`, a drive letter) must lie under a
+//!     recorded cwd, and is moved to the live one;
+//! - a response (no `method`) is sent as recorded: a client acts on requests only.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::protocol::message::decode;
+
+/// The methods with which the live client runs something on the machine.
+fn runs_something(method: &str) -> bool {
+    method.starts_with("terminal/") || method == "mcp/message"
+}
+
+/// What the user allowed the replay beyond the safe default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Allowances {
+    /// `--run-recorded-commands`: terminal requests and MCP tool calls are sent.
+    pub run_commands: bool,
+    /// Not `--no-writes`: `fs/write_text_file` is sent (inside the live cwd, guards permitting).
+    pub writes: bool,
+}
+
+/// One element held back, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Held {
+    /// The request's JSON-RPC id (JSON text): its recorded answer is not waited for.
+    pub id: Option<String>,
+    pub method: Option<String>,
+    pub reason: String,
+}
+
+/// The gate's answer for one recorded line.
+#[derive(Debug, Default)]
+pub struct Judged {
+    /// The bytes to send; `None`: nothing of the line is sent.
+    pub bytes: Option<Vec<u8>>,
+    /// What was held back (the line, or elements of its batch).
+    pub held: Vec<Held>,
+    /// Requests sent: (id, method, params as sent), to compare the client's answers with.
+    pub requests: Vec<(String, String, Value)>,
+    /// Said on stderr before the line is sent (the commands the client is asked to run).
+    pub notices: Vec<String>,
+}
+
+/// The gate, with what it knows of the live sessions.
+#[derive(Debug, Default)]
+pub struct Gate {
+    /// (recorded cwd, live cwd) of each session the live client opened.
+    pub cwds: Vec<(String, String)>,
+    pub allow: Allowances,
+    /// The live user's home (for the guards on startup files).
+    pub home: Option<PathBuf>,
+    /// Recorded terminal ids whose `terminal/create` was not sent.
+    pub held_terminals: HashSet<String>,
+}
+
+impl Gate {
+    pub fn new(allow: Allowances) -> Gate {
+        Gate {
+            allow,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            ..Gate::default()
+        }
+    }
+
+    /// Judges one recorded agent line (its bytes as recorded, line ending included).
+    pub fn judge(&self, raw: &[u8]) -> Judged {
+        let mut judged = Judged::default();
+        let text = raw.trim_ascii();
+        let Some(value) = decode(text) else {
+            if !text.is_empty() {
+                judged.held.push(Held {
+                    id: None,
+                    method: None,
+                    reason: "acptap cannot read it as JSON, so it cannot judge what a client would do with it".into(),
+                });
+            }
+            return judged;
+        };
+        let clean = reads_one_way(text);
+        match value {
+            Value::Array(items) => {
+                let total = items.len();
+                let mut kept = Vec::with_capacity(total);
+                let mut changed = false;
+                for mut item in items {
+                    match self.judge_message(&mut item, &mut judged) {
+                        Ok(moved) => {
+                            changed |= moved;
+                            kept.push(item);
+                        }
+                        Err(held) => judged.held.push(held),
+                    }
+                }
+                if kept.is_empty() && total > 0 {
+                    return judged;
+                }
+                judged.bytes = Some(if clean && !changed && kept.len() == total {
+                    raw.to_vec()
+                } else {
+                    serialised(&Value::Array(kept))
+                });
+            }
+            Value::Object(_) => {
+                let mut value = value;
+                match self.judge_message(&mut value, &mut judged) {
+                    Ok(moved) => {
+                        judged.bytes = Some(if clean && !moved {
+                            raw.to_vec()
+                        } else {
+                            serialised(&value)
+                        });
+                    }
+                    Err(held) => judged.held.push(held),
+                }
+            }
+            _ => judged.held.push(Held {
+                id: None,
+                method: None,
+                reason: "it is JSON but not a JSON-RPC message".into(),
+            }),
+        }
+        judged
+    }
+
+    /// Judges one message (a line, or an element of a batch), moving its paths in place;
+    /// `Ok(true)` when something was moved.
+    fn judge_message(&self, message: &mut Value, judged: &mut Judged) -> Result<bool, Held> {
+        let Some(object) = message.as_object_mut() else {
+            // Not a message: a client ignores it (or answers an error).
+            return Ok(false);
+        };
+        let Some(method) = object
+            .get("method")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
+            // A response: a client acts on requests only. (A `method` that is not a string is
+            // no method a client dispatches.)
+            return Ok(false);
+        };
+        let id = object
+            .get("id")
+            .filter(|id| !id.is_null())
+            .map(Value::to_string);
+        let hold = |reason: String| Held {
+            id: id.clone(),
+            method: Some(method.clone()),
+            reason,
+        };
+        let moved = self.judge_method(&method, object).map_err(hold)?;
+        if let Some(id) = &id {
+            let params = object.get("params").cloned().unwrap_or(Value::Null);
+            judged.requests.push((id.clone(), method.clone(), params));
+        }
+        if method == "terminal/create" {
+            judged.notices.push(command_notice(object));
+        }
+        Ok(moved)
+    }
+
+    fn judge_method(&self, method: &str, object: &mut Map<String, Value>) -> Result<bool, String> {
+        if runs_something(method) {
+            if !self.allow.run_commands {
+                return Err(format!(
+                    "`{method}` asks the client to run something (replay with --run-recorded-commands to allow it)"
+                ));
+            }
+            return self.judge_command(method, object);
+        }
+        match method {
+            "fs/read_text_file" | "fs/write_text_file" => {
+                let writes = method == "fs/write_text_file";
+                if writes && !self.allow.writes {
+                    return Err("a write, and --no-writes is given".into());
+                }
+                let path = object
+                    .get_mut("params")
+                    .and_then(|p| p.get_mut("path"))
+                    .ok_or("it names no path the replay can judge")?;
+                let moved = self.file_path(path)?;
+                if writes {
+                    self.writable(path.as_str().unwrap_or_default())?;
+                }
+                Ok(moved)
+            }
+            "session/update" | "session/request_permission" => {
+                let key = if method == "session/update" {
+                    "update"
+                } else {
+                    "toolCall"
+                };
+                let mut moved = false;
+                if let Some(Value::Object(call)) =
+                    object.get_mut("params").and_then(|p| p.get_mut(key))
+                {
+                    for (field, items) in call.iter_mut() {
+                        if field != "locations" && field != "content" {
+                            continue;
+                        }
+                        for item in items.as_array_mut().into_iter().flatten() {
+                            let is_path = field == "locations"
+                                || item.get("type").and_then(Value::as_str) == Some("diff");
+                            if is_path && let Some(path) = item.get_mut("path") {
+                                moved |= self.named_path(path, false)?;
+                            }
+                        }
+                    }
+                }
+                Ok(moved)
+            }
+            "elicitation/create"
+                if object.get("params").is_some_and(|p| {
+                    p.get("mode").and_then(Value::as_str) == Some("url") || p.get("url").is_some()
+                }) =>
+            {
+                Err("an elicitation that makes the client open a URL".into())
+            }
+            _ => {
+                // Any other method: every path named anywhere in the message.
+                let mut moved = false;
+                for (key, field) in object.iter_mut() {
+                    if matches!(key.as_str(), "jsonrpc" | "id" | "method") {
+                        continue;
+                    }
+                    moved |= self.paths_in(field)?;
+                }
+                Ok(moved)
+            }
+        }
+    }
+
+    /// A terminal request or MCP call the user allowed: a terminal runs in the live cwd only, and
+    /// a terminal the replay did not create is not asked about.
+    fn judge_command(&self, method: &str, object: &mut Map<String, Value>) -> Result<bool, String> {
+        let params = object.get_mut("params");
+        if method != "terminal/create" {
+            let terminal = params
+                .as_ref()
+                .and_then(|p| p.get("terminalId"))
+                .and_then(Value::as_str);
+            if let Some(terminal) = terminal
+                && self.held_terminals.contains(terminal)
+            {
+                return Err(format!(
+                    "terminal {terminal} was not created by this replay"
+                ));
+            }
+            return Ok(false);
+        }
+        let Some(Value::Object(params)) = params else {
+            return Err("a terminal/create without parameters".into());
+        };
+        match params.get_mut("cwd") {
+            Some(cwd) => self.file_path(cwd),
+            None => {
+                // Where the client would run it is its own choice: name the live cwd.
+                let mut live = self.cwds.iter().map(|(_, live)| live).collect::<Vec<_>>();
+                live.dedup();
+                match live.as_slice() {
+                    [only] => {
+                        params.insert("cwd".into(), Value::String((*only).clone()));
+                        Ok(true)
+                    }
+                    _ => {
+                        Err("a terminal without a cwd, and no single live cwd to run it in".into())
+                    }
+                }
+            }
+        }
+    }
+
+    /// An fs path or a terminal cwd: absolute, a string, moved to the live cwd and staying in it
+    /// on disk.
+    fn file_path(&self, place: &mut Value) -> Result<bool, String> {
+        let moved = self.named_path(place, true)?;
+        let path = place.as_str().unwrap_or_default();
+        if let Some(live) = self.live_cwd_of(path)
+            && leaves_on_disk(Path::new(path), Path::new(live))
+        {
+            return Err(format!(
+                "{} leads outside the live cwd through a symbolic link",
+                shown(path)
+            ));
+        }
+        Ok(moved)
+    }
+
+    /// A field ACP defines as a path: judged whole and moved; `absolute` when ACP wants it so.
+    fn named_path(&self, place: &mut Value, absolute: bool) -> Result<bool, String> {
+        let Some(path) = place.as_str() else {
+            return Err(format!(
+                "a path that is not a string: {}",
+                shown(&place.to_string())
+            ));
+        };
+        if absolute && !path.starts_with('/') {
+            return Err(format!("{} is not an absolute path", shown(path)));
+        }
+        match self.map_path(path)? {
+            Some(moved) => {
+                *place = Value::String(moved);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The live cwd `path` lies in (after it was moved).
+    fn live_cwd_of(&self, path: &str) -> Option<&str> {
+        self.cwds
+            .iter()
+            .map(|(_, live)| live.as_str())
+            .find(|live| {
+                path == *live || path.strip_prefix(live).is_some_and(|r| r.starts_with('/'))
+            })
+    }
+
+    /// The path moved to the live cwd (`None`: sent as it is); `Err` for a path that lies outside
+    /// every recorded cwd once `.` and `..` are resolved, a URL, a home-relative or Windows path,
+    /// or any absolute path before a session is open.
+    pub fn map_path(&self, path: &str) -> Result<Option<String>, String> {
+        let outside = || format!("{} lies outside the recorded cwd", shown(path));
+        let bytes = path.as_bytes();
+        if path.contains("://")
+            || path.starts_with("file:")
+            || path.starts_with('~')
+            || path.contains('\\')
+            || (bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':')
+        {
+            return Err(format!(
+                "{} is not a path inside the recorded cwd",
+                shown(path)
+            ));
+        }
+        // Climbs above the root, or (relative) above the cwd.
+        let clean = lexical(path).ok_or_else(outside)?;
+        if !clean.starts_with('/') {
+            // Relative, and inside: the client resolves it against its own cwd.
+            return Ok(None);
+        }
+        if self.cwds.is_empty() {
+            return Err(format!(
+                "{} is named before any session is open (there is no live cwd yet)",
+                shown(path)
+            ));
+        }
+        for (recorded, live) in &self.cwds {
+            if clean == *recorded {
+                return Ok(Some(live.clone()).filter(|l| l != path));
+            }
+            if let Some(rest) = clean.strip_prefix(recorded.as_str())
+                && rest.starts_with('/')
+            {
+                let moved = format!("{live}{rest}");
+                return Ok((moved != path).then_some(moved));
+            }
+        }
+        Err(outside())
+    }
+
+    /// A write's path (already moved) against the policy's built-in guards.
+    fn writable(&self, path: &str) -> Result<(), String> {
+        let guards = crate::policy::guards::Guards {
+            home: self.home.as_deref(),
+            policy_files: &[],
+        };
+        match guards.ask(&[Some(PathBuf::from(path))], true) {
+            Some((guard, why)) => Err(format!(
+                "a write to version-control or tool configuration ({guard}: {})",
+                why.trim_start_matches("built-in guard: ")
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Every path named in a value of a message whose fields ACP does not define: each string
+    /// and key, word by word. Moves what lies under a recorded cwd.
+    fn paths_in(&self, value: &mut Value) -> Result<bool, String> {
+        match value {
+            Value::String(text) => match self.words_moved(text)? {
+                Some(moved) => {
+                    *text = moved;
+                    Ok(true)
+                }
+                None => Ok(false),
+            },
+            Value::Array(items) => {
+                let mut moved = false;
+                for item in items {
+                    moved |= self.paths_in(item)?;
+                }
+                Ok(moved)
+            }
+            Value::Object(map) => {
+                let mut moved = false;
+                let mut renamed = Map::with_capacity(map.len());
+                for (key, mut field) in std::mem::take(map) {
+                    moved |= self.paths_in(&mut field)?;
+                    let key = match self.words_moved(&key)? {
+                        Some(new) => {
+                            moved = true;
+                            new
+                        }
+                        None => key,
+                    };
+                    renamed.insert(key, field);
+                }
+                *map = renamed;
+                Ok(moved)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// `text` with each word that names a path moved to the live cwd; `None` when none moved.
+    fn words_moved(&self, text: &str) -> Result<Option<String>, String> {
+        let mut out = String::new();
+        let mut last = 0;
+        for range in path_words(text) {
+            let word = &text[range.clone()];
+            if let Some(moved) = self.map_path(word)? {
+                out.push_str(&text[last..range.start]);
+                out.push_str(&moved);
+                last = range.end;
+            }
+        }
+        if last == 0 {
+            return Ok(None);
+        }
+        out.push_str(&text[last..]);
+        Ok(Some(out))
+    }
+}
+
+/// Where a word may end or begin inside free text.
+fn separates(c: char) -> bool {
+    c.is_whitespace() || "\"'`=,;:()[]{}<>|&".contains(c)
+}
+
+/// The words of `text` that name a path: starting after a separator (or at the start) with `/`,
+/// `~`, `\` or `..`. A drive letter needs nothing of its own: the colon separates, and what
+/// follows it starts with `/` or `\` (`C:\x`, `c:/x`); so does a URL's `//host/...`.
+fn path_words(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut words = Vec::new();
+    let mut start = None;
+    let mut previous: Option<char> = None;
+    for (at, c) in text.char_indices() {
+        if separates(c) {
+            if let Some(begin) = start.take() {
+                words.push(begin..at);
+            }
+        } else if start.is_none() && previous.is_none_or(separates) {
+            let rest = &text[at..];
+            if rest.starts_with(['/', '~', '\\']) || rest.starts_with("..") {
+                start = Some(at);
+            }
+        }
+        previous = Some(c);
+    }
+    if let Some(begin) = start {
+        words.push(begin..text.len());
+    }
+    words
+}
+
+/// Whether `path`, inside `live` by its text, leaves it on disk: its deepest existing ancestor,
+/// resolved, is not inside `live` resolved.
+fn leaves_on_disk(path: &Path, live: &Path) -> bool {
+    let Ok(root) = live.canonicalize() else {
+        return false; // no live cwd on this machine: nothing on disk to go through
+    };
+    let existing = path
+        .ancestors()
+        .find(|p| p.symlink_metadata().is_ok())
+        .unwrap_or(live);
+    match existing.canonicalize() {
+        Ok(real) => !real.starts_with(&root),
+        // A dangling symbolic link: where it leads is not known.
+        Err(_) => existing
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink()),
+    }
+}
+
+/// The command a `terminal/create` asks the client to run, said before it is sent.
+fn command_notice(object: &Map<String, Value>) -> String {
+    let params = object.get("params");
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("?").to_owned();
+    let command = text(params.and_then(|p| p.get("command")));
+    let args = params
+        .and_then(|p| p.get("args"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    let env = params
+        .and_then(|p| p.get("env"))
+        .and_then(Value::as_array)
+        .map(|vars| {
+            vars.iter()
+                .map(|v| format!("{}={}", text(v.get("name")), text(v.get("value"))))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| "(none)".into());
+    format!(
+        "the client is asked to run the recorded command `{command} {args}` in {} with the recorded environment: {env}",
+        text(params.and_then(|p| p.get("cwd")))
+    )
+}
+
+/// Whether every JSON reader reads `text` the same way: strict JSON (UTF-8, no lone surrogate,
+/// no NaN) and no key written twice in any object.
+fn reads_one_way(text: &[u8]) -> bool {
+    use serde::de::{DeserializeSeed, Error, MapAccess, SeqAccess, Visitor};
+
+    struct NoDuplicateKeys;
+    impl<'de> DeserializeSeed<'de> for NoDuplicateKeys {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for NoDuplicateKeys {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element_seed(NoDuplicateKeys)?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut keys = HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if !keys.insert(key) {
+                    return Err(A::Error::custom("a key written twice"));
+                }
+                map.next_value_seed(NoDuplicateKeys)?;
+            }
+            Ok(())
+        }
+    }
+    let mut reader = serde_json::Deserializer::from_slice(text);
+    NoDuplicateKeys.deserialize(&mut reader).is_ok() && reader.end().is_ok()
+}
+
+fn serialised(value: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(value).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// A recorded path for a message: at most 200 bytes of it.
+fn shown(path: &str) -> String {
+    let (cut, was_cut) = crate::inspect::cut_text(path, 200);
+    if was_cut {
+        format!("{cut}…")
+    } else {
+        cut.to_owned()
+    }
+}
+
+/// `path` with `.` and `..` resolved by its text; `None` if it climbs above its root (`/` for
+/// an absolute path, the cwd for a relative one).
+fn lexical(path: &str) -> Option<String> {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    Some(if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    })
+}
