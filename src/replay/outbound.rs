@@ -201,13 +201,24 @@ impl Gate {
                 if writes && !self.allow.writes {
                     return Err("a write, and --no-writes is given".into());
                 }
-                let path = object
+                let params = object
                     .get_mut("params")
-                    .and_then(|p| p.get_mut("path"))
+                    .and_then(Value::as_object_mut)
+                    .ok_or("it has no parameters the replay can judge")?;
+                // Fields ACP does not define are judged like any other method's (a client may
+                // read more than ACP says); a write's content is the file's, not a path.
+                let mut moved = false;
+                for (key, field) in params.iter_mut() {
+                    if key != "path" && !(writes && key == "content") {
+                        moved |= self.paths_in(field)?;
+                    }
+                }
+                let path = params
+                    .get_mut("path")
                     .ok_or("it names no path the replay can judge")?;
-                let moved = self.file_path(path)?;
+                moved |= self.file_path(path)?;
                 if writes {
-                    self.writable(path.as_str().unwrap_or_default())?;
+                    self.guarded(path.as_str().unwrap_or_default(), true)?;
                 }
                 Ok(moved)
             }
@@ -262,6 +273,16 @@ impl Gate {
     fn judge_command(&self, method: &str, object: &mut Map<String, Value>) -> Result<bool, String> {
         let params = object.get_mut("params");
         if method != "terminal/create" {
+            // No other method of these has a cwd; one that names it anyway is held to it.
+            if let Some(cwd) = params.as_ref().and_then(|p| p.get("cwd")) {
+                let mut cwd = cwd.clone();
+                self.file_path(&mut cwd)?;
+                if Some(&cwd) != object.get("params").and_then(|p| p.get("cwd")) {
+                    object["params"]["cwd"] = cwd;
+                    return Ok(true);
+                }
+                return Ok(false);
+            }
             let terminal = params
                 .as_ref()
                 .and_then(|p| p.get("terminalId"))
@@ -386,13 +407,14 @@ impl Gate {
         Err(outside())
     }
 
-    /// A write's path (already moved) against the policy's built-in guards.
-    fn writable(&self, path: &str) -> Result<(), String> {
+    /// A path a write may touch (already moved) against the policy's built-in guards; `by_name`
+    /// as the guards take it (a file named like a repository's counts).
+    fn guarded(&self, path: &str, by_name: bool) -> Result<(), String> {
         let guards = crate::policy::guards::Guards {
             home: self.home.as_deref(),
             policy_files: &[],
         };
-        match guards.ask(&[Some(PathBuf::from(path))], true) {
+        match guards.ask(&[Some(PathBuf::from(path))], by_name) {
             Some((guard, why)) => Err(format!(
                 "a write to version-control or tool configuration ({guard}: {})",
                 why.trim_start_matches("built-in guard: ")
@@ -441,12 +463,16 @@ impl Gate {
     }
 
     /// `text` with each word that names a path moved to the live cwd; `None` when none moved.
+    /// A method whose effect acptap does not know may write what it names: no word may name
+    /// version-control or tool configuration either.
     fn words_moved(&self, text: &str) -> Result<Option<String>, String> {
         let mut out = String::new();
         let mut last = 0;
         for range in path_words(text) {
             let word = &text[range.clone()];
-            if let Some(moved) = self.map_path(word)? {
+            let moved = self.map_path(word)?;
+            self.guarded(moved.as_deref().unwrap_or(word), false)?;
+            if let Some(moved) = moved {
                 out.push_str(&text[last..range.start]);
                 out.push_str(&moved);
                 last = range.end;
@@ -544,7 +570,7 @@ fn command_notice(object: &Map<String, Value>) -> String {
 
 /// Whether every JSON reader reads `text` the same way: strict JSON (UTF-8, no lone surrogate,
 /// no NaN) and no key written twice in any object.
-fn reads_one_way(text: &[u8]) -> bool {
+pub fn reads_one_way(text: &[u8]) -> bool {
     use serde::de::{DeserializeSeed, Error, MapAccess, SeqAccess, Visitor};
 
     struct NoDuplicateKeys;
@@ -632,4 +658,107 @@ fn lexical(path: &str) -> Option<String> {
     } else {
         joined
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(allow: Allowances) -> Gate {
+        let mut gate = Gate::new(allow);
+        gate.cwds.push(("/rec".into(), "/nonexistent-live".into()));
+        gate
+    }
+
+    fn sent(judged: &Judged) -> Value {
+        serde_json::from_slice(judged.bytes.as_deref().expect("something sent")).unwrap()
+    }
+
+    #[test]
+    fn a_batch_is_judged_element_by_element() {
+        let line = br#"[{"jsonrpc":"2.0","id":1,"method":"fs/write_text_file","params":{"path":"/etc/batch.txt","content":"x"}},{"jsonrpc":"2.0","id":2,"method":"fs/read_text_file","params":{"path":"/rec/a"}}]"#;
+        let judged = gate(Allowances {
+            run_commands: false,
+            writes: true,
+        })
+        .judge(line);
+        assert_eq!(
+            sent(&judged),
+            serde_json::json!([{"jsonrpc":"2.0","id":2,"method":"fs/read_text_file","params":{"path":"/nonexistent-live/a"}}])
+        );
+        assert_eq!(judged.held.len(), 1);
+        assert_eq!(judged.held[0].id.as_deref(), Some("1"));
+        assert_eq!(judged.requests.len(), 1);
+    }
+
+    #[test]
+    fn a_line_read_two_ways_is_sent_as_it_was_judged() {
+        // A client keeping the first `path` would write /etc/x; the gate judged the last.
+        let line = br#"{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"path":"/etc/x","path":"/rec/a"}}"#;
+        let judged = gate(Allowances::default()).judge(line);
+        let bytes = judged.bytes.unwrap();
+        assert!(reads_one_way(bytes.trim_ascii_end()));
+        assert!(!String::from_utf8(bytes).unwrap().contains("/etc/x"));
+        // A clean line the gate does not change goes byte for byte.
+        let line = b"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{}}\r\n";
+        assert_eq!(gate(Allowances::default()).judge(line).bytes.unwrap(), line);
+    }
+
+    #[test]
+    fn extension_methods_are_judged_by_every_path_they_name() {
+        let g = gate(Allowances::default());
+        let inside = br#"{"jsonrpc":"2.0","id":1,"method":"_zed/open","params":{"files":["/rec/src/a.rs"],"note":"see /rec/b.rs:3"}}"#;
+        assert_eq!(
+            sent(&g.judge(inside))["params"],
+            serde_json::json!({"files":["/nonexistent-live/src/a.rs"],"note":"see /nonexistent-live/b.rs:3"})
+        );
+        for outside in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"_zed/write_file","params":{"path":"/etc/x"}}"#,
+            r#"{"jsonrpc":"2.0","method":"_x/run","params":{"cmd":"cat ~/.ssh/id_rsa"}}"#,
+            r#"{"jsonrpc":"2.0","method":"_x/run","params":{"/etc/cron.d/x":"* * * * * root sh"}}"#,
+            r#"{"jsonrpc":"2.0","method":"_x/put","params":{"path":"/rec/.git/hooks/pre-commit"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url","url":"https://example.com"}}"#,
+        ] {
+            let judged = g.judge(outside.as_bytes());
+            assert!(judged.bytes.is_none(), "{outside}");
+            assert_eq!(judged.held.len(), 1, "{outside}");
+        }
+    }
+
+    #[test]
+    fn no_path_goes_before_a_session_is_open() {
+        let line =
+            br#"{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"path":"/rec/a"}}"#;
+        let judged = Gate::new(Allowances::default()).judge(line);
+        assert!(judged.bytes.is_none());
+        assert!(judged.held[0].reason.contains("before any session is open"));
+    }
+
+    #[test]
+    fn commands_only_with_the_opt_in_and_never_about_a_held_terminal() {
+        let create = br#"{"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"sessionId":"s","command":"make"}}"#;
+        assert!(gate(Allowances::default()).judge(create).bytes.is_none());
+        let allowed = gate(Allowances {
+            run_commands: true,
+            writes: true,
+        });
+        let judged = allowed.judge(create);
+        // No cwd recorded: the live one is named, so the client cannot pick another.
+        assert_eq!(sent(&judged)["params"]["cwd"], "/nonexistent-live");
+        assert!(judged.notices[0].contains("`make `"));
+        let mut held = gate(Allowances {
+            run_commands: true,
+            writes: true,
+        });
+        held.held_terminals.insert("t1".into());
+        let output = br#"{"jsonrpc":"2.0","id":2,"method":"terminal/output","params":{"sessionId":"s","terminalId":"t1"}}"#;
+        assert!(held.judge(output).bytes.is_none());
+    }
+
+    #[test]
+    fn path_words_start_after_a_separator() {
+        let text = "cat /etc/x a/b ~/y C:\\w ..\\z http://h/p";
+        let words: Vec<&str> = path_words(text).into_iter().map(|r| &text[r]).collect();
+        assert_eq!(words, ["/etc/x", "~/y", "\\w", "..\\z", "//h/p"]);
+    }
 }
