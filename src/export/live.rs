@@ -48,8 +48,10 @@ const QUEUED_REQUESTS: usize = 8;
 /// How often a builder waiting for room in the queue looks again.
 const QUEUE_POLL: Duration = Duration::from_millis(5);
 
-/// How long one live request may take, and how long a busy backend is given in all.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// The deadline of one live request (its answer, headers and body, complete within it), and
+/// how long a request to a busy backend may take in all, its attempts and the waits between
+/// them. (Once the agent has exited, [`LiveExport::finish`] bounds the wait for the rest.)
+const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 const BUSY_PATIENCE: Duration = Duration::from_secs(2);
 
 /// What the live export did, for the note at the end of the run.
@@ -61,6 +63,8 @@ pub struct LiveStats {
     /// Spans that could not be sent (counted at the end): the queue was full, the collector
     /// refused or did not answer, or the run ended first.
     pub lost: usize,
+    /// Why the last request failed (the endpoint's credentials masked), or why spans were
+    /// dropped before it.
     pub last_error: Option<String>,
     /// The sessions whose spans were built.
     pub sessions: Vec<String>,
@@ -110,7 +114,7 @@ impl LiveExport {
         endpoint: &Endpoint,
         options: SpanOptions,
     ) -> Result<LiveExport, OtlpError> {
-        let mut sender = Sender::new(endpoint, REQUEST_TIMEOUT)?;
+        let mut sender = Sender::new(endpoint, REQUEST_DEADLINE)?;
         let shared = Arc::new(Shared::default());
         let (requests, queued) = sync_channel::<Vec<Span>>(QUEUED_REQUESTS);
         let (done, sender_done) = sync_channel(1);
@@ -127,16 +131,21 @@ impl LiveExport {
                                 shared.failing.store(false, Ordering::Relaxed);
                                 shared.update(|s| s.sent += request.len());
                             }
-                            Err(e) => {
+                            Err(failure) => {
                                 shared.failing.store(true, Ordering::Relaxed);
+                                // Said once here; the note at the end says it again only as
+                                // the reason spans were lost.
                                 if !std::mem::replace(&mut warned, true) {
                                     eprintln!(
-                                        "acptap: cannot send spans to {}: {e}; forwarding and \
-                                         recording go on, and the spans stay in the recording",
-                                        sender.url()
+                                        "acptap: cannot send spans to {}: {} ({}); forwarding \
+                                         and recording go on, and the spans stay in the \
+                                         recording",
+                                        sender.url(),
+                                        failure.what,
+                                        failure.fix
                                     );
                                 }
-                                shared.update(|s| s.last_error = Some(e));
+                                shared.update(|s| s.last_error = Some(failure.what));
                             }
                         }
                     }

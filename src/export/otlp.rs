@@ -2,12 +2,18 @@
 //! OTLP/HTTP with protobuf, through the official crates (`opentelemetry-otlp`): no encoding of
 //! our own. acptap's commands are synchronous, so the exporter runs on the blocking `reqwest`
 //! client, and its future is driven here by a minimal executor.
+//!
+//! The collector is not trusted: it is never followed elsewhere (a redirect is an error, so the
+//! spans and the headers go only where the user said), a request has one deadline for its
+//! answer's headers and body together, at most 64 KiB of an answer is read, and every message
+//! about an endpoint passes through [`masked`], which hides the URL's credentials.
 
 use std::borrow::Cow;
 use std::future::Future;
-use std::sync::Arc;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use opentelemetry::trace::{
     SpanContext, SpanId, SpanKind as OtelKind, Status as OtelStatus, TraceFlags, TraceId,
@@ -28,31 +34,32 @@ pub const SPANS_PER_REQUEST: usize = 512;
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 const LAST_RETRY: Duration = Duration::from_secs(8);
 
-/// How long one request may take.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The deadline of one request of `export`: its answer, headers and body, complete within it.
+pub const EXPORT_REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+
+/// What stands for a credential in what acptap shows.
+const MASK: &str = "***";
 
 #[derive(Debug, thiserror::Error)]
 pub enum OtlpError {
     #[error("cannot set up the OTLP exporter for {endpoint}: {message}")]
     Setup { endpoint: String, message: String },
-    #[error(
-        "{endpoint} did not take the spans ({sent} of {total} sent): {message}; {}",
-        match http_status(message) {
-            Some(401 | 403) => "check the credentials (--header, OTEL_EXPORTER_OTLP_HEADERS)",
-            Some(404) => "is this the traces endpoint? (it usually ends in /v1/traces)",
-            Some(status) if retryable(status) => "the backend is busy or full: send again later",
-            Some(_) => "the backend refused them",
-            None if message.contains("certificate") =>
-                "for a collector with a private CA, point SSL_CERT_FILE at the CA's certificate",
-            None => "is a collector listening there?",
-        }
-    )]
+    #[error("{endpoint} did not take the spans ({sent} of {total} sent): {failure}")]
     Send {
         endpoint: String,
         sent: usize,
         total: usize,
-        message: String,
+        failure: SendFailure,
     },
+}
+
+/// Why a request of spans was not delivered, said for the user (the endpoint's credentials
+/// masked): what happened, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what}; {fix}")]
+pub struct SendFailure {
+    pub what: String,
+    pub fix: &'static str,
 }
 
 /// Where and how to send.
@@ -85,19 +92,30 @@ pub fn check_header(name: &str, value: &str) -> Result<(), String> {
 }
 
 impl Endpoint {
-    /// The URL as it may be shown: a password in it replaced by `***`.
+    /// The URL as it may be shown: its credentials replaced by `***` (see [`masked`]).
     pub fn shown(&self) -> String {
-        shown_url(&self.url)
+        masked(&self.url, &self.url)
     }
 
-    /// `url` as given, with `/v1/traces` added when it names only a host (as
-    /// `OTEL_EXPORTER_OTLP_ENDPOINT` does).
+    /// `text`, a message about this endpoint, with the URL's credentials masked wherever they
+    /// appear in it (see [`masked`]).
+    pub fn mask(&self, text: &str) -> String {
+        masked(&self.url, text)
+    }
+
+    /// `url` as given, with `/v1/traces` added to its path when it names only a host (as
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` does); a query stays after the path.
     pub fn new(url: &str, headers: Vec<(String, String)>) -> Endpoint {
-        let url = url.trim_end_matches('/');
-        let url = if url.ends_with("/v1/traces") {
-            url.to_owned()
+        let authority_at = url.find("://").map_or(0, |i| i + 3);
+        let query_at = url[authority_at..]
+            .find(['?', '#'])
+            .map_or(url.len(), |i| authority_at + i);
+        let (path, query) = url.split_at(query_at);
+        let path = path.trim_end_matches('/');
+        let url = if path.ends_with("/v1/traces") {
+            format!("{path}{query}")
         } else {
-            format!("{url}/v1/traces")
+            format!("{path}/v1/traces{query}")
         };
         Endpoint { url, headers }
     }
@@ -128,8 +146,9 @@ pub fn from_environment(
         || url.chars().any(|c| c.is_whitespace() || c.is_control())
     {
         return Err(format!(
-            "`{url}` is not an OTLP/HTTP endpoint: give a URL such as http://localhost:4318 \
-             (acptap sends OTLP over HTTP with protobuf, not gRPC)"
+            "`{}` is not an OTLP/HTTP endpoint: give a URL such as http://localhost:4318 \
+             (acptap sends OTLP over HTTP with protobuf, not gRPC)",
+            masked(&url, &url)
         ));
     }
     for (key, value) in &defaults {
@@ -140,13 +159,19 @@ pub fn from_environment(
         "OTEL_EXPORTER_OTLP_HEADERS",
         "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
     ] {
-        for pair in var(name).unwrap_or_default().split(',') {
-            if pair.trim().is_empty() {
-                continue;
-            }
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| format!("{name}: `{}` is not name=value", pair.trim()))?;
+        let pairs = var(name).unwrap_or_default();
+        for (n, pair) in pairs
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .enumerate()
+        {
+            // The entry is not shown: without its `=` it may well be a bare key.
+            let (key, value) = pair.split_once('=').ok_or_else(|| {
+                format!(
+                    "{name}: entry {} is not name=value (entries are separated by commas)",
+                    n + 1
+                )
+            })?;
             let (key, value) = (key.trim(), percent_decode(value.trim()));
             check_header(key, &value).map_err(|e| format!("{name}: {e}"))?;
             from_env.push((key.to_owned(), value));
@@ -158,21 +183,158 @@ pub fn from_environment(
     Ok(Endpoint::new(&url, from_env))
 }
 
-/// `url` with the password of its `user:password@` part replaced by `***`.
-fn shown_url(url: &str) -> String {
-    let Some(start) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
-    };
+/// `text`, a message about the endpoint `url`, with the URL's credentials replaced by `***`:
+/// its user name and password; the value of each query parameter whose name names a secret
+/// (`token`, `key`, `api_key`, `secret`, `password`, `auth`, `sig`, `code`, ...); a query value
+/// or path segment that looks random (a key under an innocent name); the fragment.
+///
+/// The HTTP stack's errors quote the URL as it parsed it (normalised, percent-encoded), and may
+/// quote a part of it: every form of the URL in `text` becomes the masked URL, then every
+/// credential, as written and percent-decoded, is masked wherever else it appears (one shorter
+/// than [`MIN_FREE_SECRET`] only where it stands alone, so that a password `pw` does not eat
+/// the `pw` of another word).
+pub fn masked(url: &str, text: &str) -> String {
+    let mut forms = vec![url.to_owned()];
+    if let Ok(parsed) = reqwest::Url::parse(url) {
+        forms.push(parsed.as_str().to_owned());
+        // The form the HTTP client sends to (it takes the user name and password out).
+        let mut bare = parsed.clone();
+        let _ = bare.set_username("");
+        let _ = bare.set_password(None);
+        forms.push(bare.as_str().to_owned());
+    }
+    // Longest first, so that a form holding another is replaced whole.
+    forms.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    forms.dedup();
+    let mut secrets = Vec::new();
+    let mut out = text.to_owned();
+    for form in &forms {
+        let ranges = credential_ranges(form);
+        let mut shown = form.clone();
+        for range in ranges.iter().rev() {
+            secrets.push(form[range.clone()].to_owned());
+            shown.replace_range(range.clone(), MASK);
+        }
+        out = out.replace(form.as_str(), &shown);
+    }
+    let decoded: Vec<String> = secrets.iter().map(|s| percent_decode(s)).collect();
+    secrets.extend(decoded);
+    secrets.retain(|secret| !secret.is_empty() && secret != MASK);
+    secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    secrets.dedup();
+    for secret in &secrets {
+        out = mask_occurrences(&out, secret);
+    }
+    out
+}
+
+/// A credential at least this long is masked wherever it appears in a message; a shorter one
+/// only where no letter or digit touches it.
+const MIN_FREE_SECRET: usize = 6;
+
+/// Query parameters whose name contains one of these hold a credential.
+const SECRET_PARAMETER_WORDS: [&str; 14] = [
+    "token",
+    "key",
+    "secret",
+    "pass",
+    "pwd",
+    "auth",
+    "sig",
+    "code",
+    "credential",
+    "session",
+    "jwt",
+    "bearer",
+    "cookie",
+    "access",
+];
+
+/// `text` with each occurrence of `secret` replaced by `***` (see [`MIN_FREE_SECRET`]).
+fn mask_occurrences(text: &str, secret: &str) -> String {
+    if secret.len() >= MIN_FREE_SECRET {
+        return text.replace(secret, MASK);
+    }
+    let word_char = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (at, _) in text.match_indices(secret) {
+        let end = at + secret.len();
+        if at < copied
+            || word_char(text[..at].chars().next_back())
+            || word_char(text[end..].chars().next())
+        {
+            continue;
+        }
+        out.push_str(&text[copied..at]);
+        out.push_str(MASK);
+        copied = end;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// The byte ranges of `url` that hold a credential (see [`masked`]), in order, not
+/// overlapping. `url` need not parse: a string without a scheme is read as starting with the
+/// host.
+fn credential_ranges(url: &str) -> Vec<Range<usize>> {
+    let mut ranges = Vec::new();
+    let start = url.find("://").map_or(0, |i| i + 3);
     let authority_end = url[start..]
         .find(['/', '?', '#'])
         .map_or(url.len(), |i| start + i);
-    match url[start..authority_end].rfind('@') {
-        Some(at) => match url[start..start + at].find(':') {
-            Some(colon) => format!("{}***{}", &url[..start + colon + 1], &url[start + at..]),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
+    if let Some(at) = url[start..authority_end].rfind('@') {
+        let userinfo = start..start + at;
+        match url[userinfo.clone()].find(':') {
+            Some(colon) => {
+                ranges.push(userinfo.start..userinfo.start + colon);
+                ranges.push(userinfo.start + colon + 1..userinfo.end);
+            }
+            None => ranges.push(userinfo),
+        }
     }
+    let fragment_at = url[authority_end..]
+        .find('#')
+        .map_or(url.len(), |i| authority_end + i);
+    let query_at = url[authority_end..fragment_at]
+        .find('?')
+        .map_or(fragment_at, |i| authority_end + i);
+    let mut offset = authority_end;
+    for segment in url[authority_end..query_at].split('/') {
+        if looks_random(segment) {
+            ranges.push(offset..offset + segment.len());
+        }
+        offset += segment.len() + 1;
+    }
+    if query_at < fragment_at {
+        let mut offset = query_at + 1;
+        for pair in url[query_at + 1..fragment_at].split(['&', ';']) {
+            let value = match pair.split_once('=') {
+                Some((name, value)) => {
+                    let lowercase = percent_decode(name).to_ascii_lowercase();
+                    let named_secret = SECRET_PARAMETER_WORDS.iter().any(|w| lowercase.contains(w));
+                    (named_secret || looks_random(value))
+                        .then(|| offset + name.len() + 1..offset + pair.len())
+                }
+                None => looks_random(pair).then(|| offset..offset + pair.len()),
+            };
+            ranges.extend(value.filter(|range| !range.is_empty()));
+            offset += pair.len() + 1;
+        }
+    }
+    if fragment_at + 1 < url.len() {
+        ranges.push(fragment_at + 1..url.len());
+    }
+    ranges.retain(|range| !range.is_empty());
+    ranges
+}
+
+/// Whether a URL part looks like a key rather than a word: long, and mixing letters and digits
+/// (or very long).
+fn looks_random(part: &str) -> bool {
+    let letters = part.chars().any(|c| c.is_ascii_alphabetic());
+    let digits = part.chars().any(|c| c.is_ascii_digit());
+    (part.len() >= 16 && letters && digits) || part.len() >= 32
 }
 
 /// `%XX` escapes decoded (as OTEL_EXPORTER_OTLP_HEADERS values are written); others kept.
@@ -200,20 +362,235 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// How long `export` keeps sending one request again while the backend refuses it.
+/// How long `export` keeps sending one request again while the backend refuses it, the
+/// attempts and the waits between them together (each attempt may take its whole deadline
+/// once more).
 const EXPORT_PATIENCE: Duration = Duration::from_secs(16);
 
 /// At most this much of a collector's answer is read (an OTLP answer is a few bytes of
 /// protobuf; a collector that answers with gigabytes must not take acptap's memory with it).
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
 
-/// The HTTP client the exporter sends with: reqwest's blocking client, reading at most
-/// [`MAX_ANSWER_BYTES`] of an answer. (The stock one reads the whole answer into memory.)
+/// Why a request did not go through, as the HTTP client saw it (said by [`Failure::said`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Failure {
+    /// The collector answered with this status, neither a success nor a redirect.
+    Status(u16),
+    /// The collector answered with a redirect, which is not followed: its status and the place
+    /// (`scheme://host:port`) its `Location` names, when it names one.
+    Redirect {
+        status: u16,
+        to: Option<String>,
+    },
+    /// The answer, headers and body, was not complete within the deadline.
+    Deadline(Duration),
+    Refused,
+    UntrustedCertificate(String),
+    /// What came back to the TLS handshake was not TLS.
+    NotTls,
+    UnknownHost,
+    /// The HTTP client cannot read the endpoint's URL: why, in its words.
+    InvalidUrl(String),
+    /// Anything else, in the HTTP client's words.
+    Other(String),
+}
+
+impl Failure {
+    /// Whether the OTLP specification asks for the request again later.
+    fn retryable(&self) -> bool {
+        matches!(self, Failure::Status(status) if retryable(*status))
+    }
+
+    /// What happened, and what to do about it.
+    fn said(&self) -> (String, &'static str) {
+        match self {
+            Failure::Status(status) => (
+                format!("the backend answered HTTP {status}"),
+                match status {
+                    401 | 403 => "check the credentials (--header, OTEL_EXPORTER_OTLP_HEADERS)",
+                    404 => "is this the traces endpoint? (it usually ends in /v1/traces)",
+                    status if retryable(*status) => "the backend is busy or full: send again later",
+                    _ => "the backend refused them",
+                },
+            ),
+            Failure::Redirect { status, to } => (
+                format!(
+                    "the collector answered HTTP {status}, a redirect {}, which acptap does not \
+                     follow: the spans were not delivered",
+                    to.as_deref()
+                        .map_or("without a usable Location".to_owned(), |to| format!(
+                            "to {to}"
+                        ))
+                ),
+                "give the final URL to --endpoint, or to run's --otlp",
+            ),
+            Failure::Deadline(deadline) => (
+                format!("no complete answer within {}", seconds(*deadline)),
+                "the collector is stalled or overloaded: send again later",
+            ),
+            Failure::Refused => (
+                "connection refused".to_owned(),
+                "is a collector listening there?",
+            ),
+            Failure::UntrustedCertificate(reason) => (
+                format!("the collector's TLS certificate is not trusted ({reason})"),
+                "for a collector with a private CA, point SSL_CERT_FILE at the CA's certificate",
+            ),
+            Failure::NotTls => (
+                "what answered the TLS handshake does not speak TLS".to_owned(),
+                "is the endpoint http:// rather than https://?",
+            ),
+            Failure::UnknownHost => (
+                "the host name does not resolve".to_owned(),
+                "check the endpoint's host name",
+            ),
+            Failure::InvalidUrl(why) => (
+                format!("the URL does not parse: {why}"),
+                "check the endpoint's URL",
+            ),
+            Failure::Other(message) => (message.clone(), "is a collector listening there?"),
+        }
+    }
+
+    /// The failure of a request that the HTTP client gave up, after `deadline`.
+    fn of_client_error(error: &reqwest::Error, deadline: Duration) -> Failure {
+        let refused =
+            std::iter::successors(Some(error as &(dyn std::error::Error + 'static)), |e| {
+                e.source()
+            })
+            .any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+            });
+        let debug = format!("{error:?}");
+        if error.is_timeout() {
+            Failure::Deadline(deadline)
+        } else if refused || debug.contains("ConnectionRefused") {
+            Failure::Refused
+        } else if let Some(at) = debug.find("InvalidCertificate(") {
+            let reason: String = debug[at + "InvalidCertificate(".len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric())
+                .collect();
+            Failure::UntrustedCertificate(reason)
+        } else if debug.contains("InvalidContentType") {
+            Failure::NotTls
+        } else if debug.contains("dns error") || debug.contains("failed to lookup") {
+            Failure::UnknownHost
+        } else {
+            Failure::Other(causes(error))
+        }
+    }
+}
+
+/// A deadline said in seconds (`10 s`), or in milliseconds when it is not whole seconds.
+fn seconds(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
+}
+
+/// An error's causes in one line, each said once (the top `reqwest` error only repeats the
+/// URL, so it is said only when it has no cause).
+fn causes(error: &reqwest::Error) -> String {
+    let mut said: Vec<String> = Vec::new();
+    let mut cause = std::error::Error::source(error);
+    while let Some(e) = cause {
+        let text = e.to_string();
+        if !said.iter().any(|s| s.contains(&text)) {
+            said.push(text);
+        }
+        cause = e.source();
+    }
+    if said.is_empty() {
+        error.to_string()
+    } else {
+        said.join(": ")
+    }
+}
+
+/// The HTTP client the exporter sends with: reqwest's blocking client, which follows no
+/// redirect; each request has one deadline for the whole answer, headers and body, and at
+/// most [`MAX_ANSWER_BYTES`] of the body is read. (The stock client reads the whole answer
+/// into memory, follows redirects, and gives a body all the time it takes as long as a byte
+/// arrives now and then.) Why a request failed is kept, typed, for [`Sender`].
 #[derive(Debug)]
-struct CappedClient(reqwest::blocking::Client);
+struct GuardedClient {
+    client: reqwest::blocking::Client,
+    deadline: Duration,
+    failure: Arc<Mutex<Option<Failure>>>,
+}
+
+impl GuardedClient {
+    fn send(
+        &self,
+        request: opentelemetry_http::Request<opentelemetry_http::Bytes>,
+    ) -> Result<opentelemetry_http::Response<opentelemetry_http::Bytes>, Failure> {
+        use std::io::Read;
+        let started = Instant::now();
+        let (parts, body) = request.into_parts();
+        let url = reqwest::Url::parse(&parts.uri.to_string())
+            .map_err(|e| Failure::InvalidUrl(e.to_string()))?;
+        // The request builder sends a URL's user name and password as basic authorization
+        // (a header given as Authorization wins), and not in the URL.
+        let request = self
+            .client
+            .request(parts.method, url)
+            .headers(parts.headers)
+            .body(body.to_vec())
+            // On the request, the deadline covers the body as well; on the client only each
+            // read of it.
+            .timeout(self.deadline)
+            .build()
+            .map_err(|e| Failure::Other(causes(&e)))?;
+        let response = self
+            .client
+            .execute(request)
+            .map_err(|e| Failure::of_client_error(&e, self.deadline))?;
+        let status = response.status();
+        if status.is_redirection() {
+            let to = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|location| location.to_str().ok())
+                .and_then(|location| response.url().join(location).ok())
+                .and_then(|to| {
+                    let port = to.port().map(|port| format!(":{port}")).unwrap_or_default();
+                    Some(format!("{}://{}{port}", to.scheme(), to.host_str()?))
+                });
+            return Err(Failure::Redirect {
+                status: status.as_u16(),
+                to,
+            });
+        }
+        if !status.is_success() {
+            return Err(Failure::Status(status.as_u16()));
+        }
+        let headers = response.headers().clone();
+        let mut answer = Vec::new();
+        let read = response.take(MAX_ANSWER_BYTES).read_to_end(&mut answer);
+        if started.elapsed() >= self.deadline {
+            return Err(Failure::Deadline(self.deadline));
+        }
+        if let Err(e) = read {
+            return Err(match e.get_ref().and_then(|e| e.downcast_ref()) {
+                Some(client_error) => Failure::of_client_error(client_error, self.deadline),
+                None => Failure::Other(e.to_string()),
+            });
+        }
+        let mut answer = opentelemetry_http::Response::builder()
+            .status(status)
+            .body(opentelemetry_http::Bytes::from(answer))
+            .map_err(|e| Failure::Other(e.to_string()))?;
+        *answer.headers_mut() = headers;
+        Ok(answer)
+    }
+}
 
 #[async_trait::async_trait]
-impl opentelemetry_http::HttpClient for CappedClient {
+impl opentelemetry_http::HttpClient for GuardedClient {
     async fn send_bytes(
         &self,
         request: opentelemetry_http::Request<opentelemetry_http::Bytes>,
@@ -221,79 +598,93 @@ impl opentelemetry_http::HttpClient for CappedClient {
         opentelemetry_http::Response<opentelemetry_http::Bytes>,
         opentelemetry_http::HttpError,
     > {
-        use std::io::Read;
-        let response = self.0.execute(request.try_into()?)?.error_for_status()?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let mut body = Vec::new();
-        response.take(MAX_ANSWER_BYTES).read_to_end(&mut body)?;
-        let mut answer = opentelemetry_http::Response::builder()
-            .status(status)
-            .body(opentelemetry_http::Bytes::from(body))?;
-        *answer.headers_mut() = headers;
-        Ok(answer)
+        self.send(request).map_err(|failure| {
+            let said = failure.said().0;
+            *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(failure);
+            said.into()
+        })
     }
 }
 
 /// One OTLP/HTTP exporter, for any number of requests to one endpoint.
 pub struct Sender {
     exporter: opentelemetry_otlp::SpanExporter,
-    url: String,
+    endpoint: Endpoint,
+    /// Why the last request failed, as the HTTP client saw it.
+    failure: Arc<Mutex<Option<Failure>>>,
 }
 
 impl Sender {
-    /// An exporter whose requests give up after `timeout`.
-    pub fn new(endpoint: &Endpoint, timeout: Duration) -> Result<Sender, OtlpError> {
+    /// An exporter whose requests each have `deadline` for their whole answer.
+    pub fn new(endpoint: &Endpoint, deadline: Duration) -> Result<Sender, OtlpError> {
         let setup = |message: String| OtlpError::Setup {
             endpoint: endpoint.shown(),
-            message,
+            message: endpoint.mask(&message),
         };
         let client = reqwest::blocking::Client::builder()
-            .timeout(timeout)
+            .timeout(deadline)
+            .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| setup(e.to_string()))?;
+            .map_err(|e| setup(causes(&e)))?;
+        let failure = Arc::new(Mutex::new(None));
         let mut exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
-            .with_http_client(CappedClient(client))
+            .with_http_client(GuardedClient {
+                client,
+                deadline,
+                failure: failure.clone(),
+            })
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(&endpoint.url)
-            .with_timeout(timeout)
+            .with_timeout(deadline)
             .with_headers(endpoint.headers.iter().cloned().collect())
             .build()
             .map_err(|e| setup(e.to_string()))?;
         exporter.set_resource(&resource());
         Ok(Sender {
             exporter,
-            url: endpoint.shown(),
+            endpoint: endpoint.clone(),
+            failure,
         })
     }
 
     /// The endpoint's URL as it may be shown.
-    pub fn url(&self) -> &str {
-        &self.url
+    pub fn url(&self) -> String {
+        self.endpoint.shown()
     }
 
-    /// Sends one request of spans. A backend that answers with a status (503 when its
+    /// Sends one request of spans. A backend that answers with a busy status (503 when its
     /// ingestion is full, 429) is there and busy: it gets the request again after 250 ms, then
-    /// after twice as long each time, as the OTLP specification asks, while the waits fit in
-    /// `patience`. The error is the exporter's last.
-    pub fn send_request(&mut self, spans: &[Span], patience: Duration) -> Result<(), String> {
+    /// after twice as long each time, as the OTLP specification asks, while the attempts and
+    /// waits fit in `patience`. The failure is the last attempt's.
+    pub fn send_request(&mut self, spans: &[Span], patience: Duration) -> Result<(), SendFailure> {
+        let started = Instant::now();
         let mut wait = FIRST_RETRY;
-        let mut waited = Duration::ZERO;
         loop {
+            self.failure
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
             let batch = spans.iter().map(span_data).collect();
-            match block_on(self.exporter.export(batch)) {
-                Ok(()) => return Ok(()),
-                Err(e)
-                    if http_status(&e.to_string()).is_some_and(retryable)
-                        && waited + wait <= patience =>
-                {
-                    std::thread::sleep(wait);
-                    waited += wait;
-                    wait = (wait * 2).min(LAST_RETRY);
-                }
-                Err(e) => return Err(describe(&e.to_string())),
+            let Err(error) = block_on(self.exporter.export(batch)) else {
+                return Ok(());
+            };
+            let failure = self
+                .failure
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .unwrap_or_else(|| Failure::Other(error.to_string()));
+            if failure.retryable() && started.elapsed() + wait <= patience {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(LAST_RETRY);
+                continue;
             }
+            let (what, fix) = failure.said();
+            return Err(SendFailure {
+                what: self.endpoint.mask(&what),
+                fix,
+            });
         }
     }
 }
@@ -306,58 +697,25 @@ impl Drop for Sender {
 
 /// Sends `spans`, [`SPANS_PER_REQUEST`] at a time; returns how many were sent.
 pub fn send(spans: &[Span], endpoint: &Endpoint) -> Result<usize, OtlpError> {
-    let mut sender = Sender::new(endpoint, REQUEST_TIMEOUT)?;
+    let mut sender = Sender::new(endpoint, EXPORT_REQUEST_DEADLINE)?;
     let mut sent = 0;
     for chunk in spans.chunks(SPANS_PER_REQUEST) {
         sender
             .send_request(chunk, EXPORT_PATIENCE)
-            .map_err(|message| OtlpError::Send {
+            .map_err(|failure| OtlpError::Send {
                 endpoint: endpoint.shown(),
                 sent,
                 total: spans.len(),
-                message,
+                failure,
             })?;
         sent += chunk.len();
     }
     Ok(sent)
 }
 
-/// The HTTP status in an exporter's error, when the backend answered with one.
-fn http_status(error: &str) -> Option<u16> {
-    ["Status(", "Status Code: "].iter().find_map(|marker| {
-        let at = error.find(marker)? + marker.len();
-        let digits: String = error[at..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        digits.parse().ok()
-    })
-}
-
 /// The statuses after which OTLP/HTTP asks a client to send again later.
 fn retryable(status: u16) -> bool {
     matches!(status, 429 | 502 | 503 | 504)
-}
-
-/// An exporter's error (often a `reqwest` debug dump) said briefly where it is a known case.
-fn describe(error: &str) -> String {
-    if let Some(status) = http_status(error) {
-        format!("the backend answered HTTP {status}")
-    } else if error.contains("ConnectionRefused") || error.contains("Connection refused") {
-        "connection refused".to_owned()
-    } else if error.contains("TimedOut") || error.contains("timed out") {
-        "no answer in time".to_owned()
-    } else if let Some(at) = error.find("InvalidCertificate(") {
-        let reason: String = error[at + "InvalidCertificate(".len()..]
-            .chars()
-            .take_while(|c| c.is_alphanumeric())
-            .collect();
-        format!("the collector's TLS certificate is not trusted ({reason})")
-    } else if error.contains("dns error") || error.contains("failed to lookup") {
-        "the host name does not resolve".to_owned()
-    } else {
-        error.to_owned()
-    }
 }
 
 /// What every span is said to come from.
@@ -512,15 +870,28 @@ mod tests {
         .unwrap();
         assert_eq!(given.url, "http://127.0.0.1:6006/v1/traces");
         assert_eq!(given.headers, vec![("x-team".to_owned(), "8".to_owned())]);
+        // An entry without `=` is named by its place: it may be a bare key.
+        let error = from_environment(
+            None,
+            vec![],
+            vec![],
+            env(&[("OTEL_EXPORTER_OTLP_HEADERS", "a=b,bare-key-0a1b")]),
+        )
+        .unwrap_err();
         assert!(
-            from_environment(
-                None,
-                vec![],
-                vec![],
-                env(&[("OTEL_EXPORTER_OTLP_HEADERS", "novalue")])
-            )
-            .unwrap_err()
-            .contains("novalue")
+            error.contains("OTEL_EXPORTER_OTLP_HEADERS: entry 2") && !error.contains("bare-key"),
+            "{error}"
+        );
+        let error = from_environment(
+            Some("ftp://u:pw-secret@h/?api_key=k"),
+            vec![],
+            vec![],
+            env(&[]),
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("`ftp://***:***@h/?api_key=***` is not an OTLP/HTTP endpoint"),
+            "{error}"
         );
         for bad in [
             "localhost:4318",
@@ -539,30 +910,95 @@ mod tests {
     }
 
     #[test]
-    fn exporter_errors_are_read_for_their_status() {
-        let reqwest = r#"reqwest::Error { kind: Status(503, None), url: "http://h/v1/traces" }"#;
-        assert_eq!(http_status(reqwest), Some(503));
-        assert!(retryable(503) && retryable(429) && !retryable(403) && !retryable(400));
-        assert_eq!(describe(reqwest), "the backend answered HTTP 503");
-        let otel = "OpenTelemetry trace export failed. Url: u, Status Code: 401, Response: b";
-        assert_eq!(http_status(otel), Some(401));
-        assert_eq!(
-            describe("Os { code: 111, kind: ConnectionRefused, message: \"Connection refused\" }"),
-            "connection refused"
+    fn failures_are_said_with_what_to_do() {
+        assert!(Failure::Status(503).retryable() && Failure::Status(429).retryable());
+        assert!(
+            !Failure::Status(403).retryable() && !Failure::Deadline(Duration::ZERO).retryable()
         );
-        assert_eq!(describe("something else"), "something else");
+        assert_eq!(
+            Failure::Status(401).said(),
+            (
+                "the backend answered HTTP 401".to_owned(),
+                "check the credentials (--header, OTEL_EXPORTER_OTLP_HEADERS)"
+            )
+        );
+        let (what, fix) = Failure::Redirect {
+            status: 307,
+            to: Some("http://elsewhere:80".into()),
+        }
+        .said();
+        assert!(
+            what.contains("HTTP 307")
+                && what.contains("to http://elsewhere:80")
+                && what.contains("not delivered"),
+            "{what}"
+        );
+        assert!(fix.contains("final URL"), "{fix}");
+        let (what, _) = Failure::Redirect {
+            status: 302,
+            to: None,
+        }
+        .said();
+        assert!(what.contains("without a usable Location"), "{what}");
+        assert_eq!(
+            Failure::Deadline(EXPORT_REQUEST_DEADLINE).said().0,
+            "no complete answer within 10 s"
+        );
+        assert_eq!(seconds(Duration::from_millis(1500)), "1500 ms");
     }
 
     #[test]
-    fn a_password_in_the_url_is_never_shown() {
+    fn credentials_in_the_url_are_never_shown() {
         let shown = |url: &str| Endpoint::new(url, vec![]).shown();
         assert_eq!(
             shown("https://u:pw@h:4318"),
-            "https://u:***@h:4318/v1/traces"
+            "https://***:***@h:4318/v1/traces"
         );
-        assert_eq!(shown("https://u@h"), "https://u@h/v1/traces");
+        // A user name alone is often a token.
+        assert_eq!(shown("https://u@h"), "https://***@h/v1/traces");
+        // An @ in the path names no user.
         assert_eq!(shown("http://h/a@b"), "http://h/a@b/v1/traces");
-        assert_eq!(shown("http://u:p:q@h"), "http://u:***@h/v1/traces");
+        assert_eq!(shown("http://u:p:q@h"), "http://***:***@h/v1/traces");
+        assert_eq!(
+            shown("http://h/v1/traces?api_key=k1&region=eu&Token=t&X-Sig=s&code=c&flag"),
+            "http://h/v1/traces?api_key=***&region=eu&Token=***&X-Sig=***&code=***&flag"
+        );
+        // Keys under innocent names: what looks random is masked, in the path and the query.
+        assert_eq!(
+            shown("http://h/ingest/0a1b2c3d4e5f6a7b8c9d?project=p0123456789abcdefgh&v=2"),
+            "http://h/ingest/***/v1/traces?project=***&v=2"
+        );
+        assert_eq!(shown("http://h/v1/traces#tok"), "http://h/v1/traces#***");
+        // A URL refused before it is sent may have no scheme.
+        assert_eq!(masked("u:pw@h:4318", "u:pw@h:4318"), "***:***@h:4318");
+    }
+
+    #[test]
+    fn a_message_is_masked_wherever_the_url_or_a_credential_appears_in_it() {
+        // As given: a raw `@` in the password and `/` in the token; as the HTTP client writes
+        // it: percent-encoded.
+        let endpoint = Endpoint::new("http://user:p@ss-word@h:4318?token=t/k-1", vec![]);
+        assert_eq!(
+            endpoint.url,
+            "http://user:p@ss-word@h:4318/v1/traces?token=t/k-1"
+        );
+        let error = r#"reqwest::Error { kind: Request, url: "http://user:p%40ss-word@h:4318/v1/traces?token=t/k-1", source: hyper::Error(Io, "p%40ss-word or p@ss-word or t/k-1") }"#;
+        let said = endpoint.mask(error);
+        for secret in ["user", "p@ss-word", "p%40ss-word", "t/k-1"] {
+            assert!(!said.contains(secret), "{secret}: {said}");
+        }
+        assert!(
+            said.contains(r#"url: "http://***:***@h:4318/v1/traces?token=***""#),
+            "{said}"
+        );
+        // The URL without its user (as the client sends it) is still masked in its query.
+        assert_eq!(
+            endpoint.mask("to http://h:4318/v1/traces?token=t/k-1"),
+            "to http://h:4318/v1/traces?token=***"
+        );
+        // A short credential is masked where it stands alone, not inside another word.
+        let short = Endpoint::new("http://u:pw@h", vec![]);
+        assert_eq!(short.mask("spawn: pw refused"), "spawn: *** refused");
     }
 
     #[test]
@@ -591,6 +1027,15 @@ mod tests {
         assert_eq!(
             Endpoint::new("http://localhost:6006/v1/traces/", vec![]).url,
             "http://localhost:6006/v1/traces"
+        );
+        // The path goes before a query, not after it.
+        assert_eq!(
+            Endpoint::new("http://h:4318/?api_key=k", vec![]).url,
+            "http://h:4318/v1/traces?api_key=k"
+        );
+        assert_eq!(
+            Endpoint::new("http://h/v1/traces?x=1", vec![]).url,
+            "http://h/v1/traces?x=1"
         );
     }
 }
