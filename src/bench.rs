@@ -1145,6 +1145,7 @@ fn sqlite_floor(dir: &Path, n: usize, size: usize) -> anyhow::Result<f64> {
         cwd: None,
         pid: None,
         started_at: 0,
+        replay_of: None,
     })?;
     let rows: Vec<crate::record::store::MessageRow> = (0..n)
         .map(|i| {

@@ -22,6 +22,7 @@
 //! - [`inspect`]: recordings rendered (show, report, stats, tail); [`bench`] measures the proxy.
 //! - [`ui`]: the local web inspector; [`mcp`]: the recordings as an MCP server for agents.
 //! - [`cli`]: the commands and the config file; [`demo`] is the built-in demo.
+//! - [`terminal`]: the one sanitiser of recorded text printed to a terminal (a leaf).
 
 pub mod bench;
 pub mod bench_read;
@@ -36,6 +37,7 @@ pub mod protocol;
 pub mod proxy;
 pub mod record;
 pub mod replay;
+pub mod terminal;
 pub mod ui;
 
 #[cfg(test)]
@@ -51,16 +53,17 @@ mod layering {
     /// Module, and the crate modules it may name.
     const ALLOWED: &[(&str, &[&str])] = &[
         ("protocol", &[]),
+        ("terminal", &[]),
         ("policy", &["protocol"]),
-        ("record", &["protocol"]),
+        ("record", &["protocol", "terminal"]),
         ("proxy", &["policy", "protocol", "record"]),
-        ("inspect", &["record", "protocol"]),
-        ("replay", &["protocol", "proxy", "record"]),
+        ("inspect", &["record", "protocol", "terminal"]),
+        ("replay", &["policy", "protocol", "proxy", "record", "terminal"]),
         ("demo", &["inspect", "proxy", "record"]),
         ("bench", &["record", "protocol"]),
         ("bench_read", &["record", "protocol"]),
         ("export", &["record", "protocol"]),
-        ("check", &[]),
+        ("check", &["protocol", "terminal"]),
         ("ui", &["record", "inspect", "export"]),
         ("mcp", &["record", "inspect", "export", "check", "policy"]),
     ];

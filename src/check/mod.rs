@@ -64,8 +64,12 @@ macro_rules! rules {
 rules! {
     NOT_JSON = "rpc/not-json", Error, "https://www.jsonrpc.org/specification",
         "a line on the protocol streams is not a JSON object (or batch)";
+    LENIENT_JSON = "rpc/lenient-json", Warning, "https://www.rfc-editor.org/rfc/rfc8259#section-8",
+        "a line strict JSON refuses but JavaScript and Python peers read (a lone surrogate escape, invalid UTF-8, NaN or Infinity): checked as they read it";
     NOT_JSONRPC = "rpc/not-jsonrpc", Error, "https://www.jsonrpc.org/specification#request_object",
         "a message without \"jsonrpc\": \"2.0\", or neither request, notification nor response";
+    RESULT_AND_ERROR = "rpc/result-and-error", Error, "https://www.jsonrpc.org/specification#response_object",
+        "a response with both `result` and `error` (exactly one of them is required)";
     UNKNOWN_RESPONSE = "rpc/unknown-response", Error, "https://www.jsonrpc.org/specification#response_object",
         "a response to an id the other side never sent a request with (or answered already)";
     DUPLICATE_ID = "rpc/duplicate-id", Error, "https://www.jsonrpc.org/specification#request_object",
@@ -255,9 +259,30 @@ impl Conversation {
     }
 
     fn line(&mut self, line: &Line) {
-        let value = match serde_json::from_slice::<Value>(line.raw) {
-            Ok(value) => value,
-            Err(error) => {
+        let strict = serde_json::from_slice::<Value>(line.raw);
+        // What `acptap import` and the recorder read (the peers' leniency), checked as read.
+        let lenient = match &strict {
+            Ok(_) => None,
+            Err(_) => crate::protocol::message::decode(line.raw),
+        };
+        let value = match (strict, lenient) {
+            (Ok(value), _) => value,
+            (Err(error), Some(value)) => {
+                let what = if std::str::from_utf8(line.raw).is_err() {
+                    "invalid UTF-8 (read as U+FFFD)"
+                } else if error.to_string().contains("escape") {
+                    "a lone surrogate escape such as \"\\ud800\" (read as U+FFFD)"
+                } else {
+                    "`NaN` or `Infinity` (read as null)"
+                };
+                self.find(
+                    LENIENT_JSON,
+                    line,
+                    format!("the line holds {what}: strict JSON parsers refuse it"),
+                );
+                value
+            }
+            (Err(error), None) => {
                 let text = String::from_utf8_lossy(line.raw);
                 let shown: String = text.trim_end().chars().take(60).collect();
                 let why = if error.to_string().contains("recursion limit") {
@@ -310,6 +335,13 @@ impl Conversation {
             (Some(method), Some(id)) => self.request(line, method, id, &message["params"]),
             (Some(method), None) => self.notification(line, method, &message["params"]),
             (None, Some(id)) if message.get("result").is_some() || message.get("error").is_some() => {
+                if message.get("result").is_some() && message.get("error").is_some() {
+                    self.find(
+                        RESULT_AND_ERROR,
+                        line,
+                        format!("the response to id {id} has both `result` and `error`"),
+                    );
+                }
                 self.response(line, id, message)
             }
             _ => self.find(
@@ -704,6 +736,40 @@ mod tests {
         let ids: HashSet<&str> = RULES.iter().map(|r| r.id).collect();
         assert_eq!(ids.len(), RULES.len());
         assert_eq!(rule("acp/schema").unwrap().severity, Severity::Error);
+    }
+
+    #[test]
+    fn what_peers_read_leniently_is_checked_as_read_and_named() {
+        let found = check(
+            [
+                &br#"{"jsonrpc":"2.0","method":"_x","params":{"t":"\ud800"}}"#[..],
+                br#"{"jsonrpc":"2.0","method":"_x","params":{"t":NaN}}"#,
+                b"{\"jsonrpc\":\"2.0\",\"method\":\"_x\",\"params\":{\"t\":\"\xff\"}}",
+                br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+            ]
+            .into_iter()
+            .enumerate()
+            .map(|(i, raw)| Line {
+                seq: i as i64,
+                direction: Direction::AgentToClient,
+                raw,
+            }),
+        )
+        .findings;
+        let said: Vec<(&str, &str)> = found.iter().map(|f| (f.rule, f.message.as_str())).collect();
+        assert!(said[0].1.contains("lone surrogate"), "{said:?}");
+        assert!(said[1].1.contains("NaN"), "{said:?}");
+        assert!(said[2].1.contains("invalid UTF-8"), "{said:?}");
+        assert_eq!(
+            said.iter().map(|s| s.0).collect::<Vec<_>>(),
+            [
+                "rpc/lenient-json",
+                "rpc/lenient-json",
+                "rpc/lenient-json",
+                "rpc/result-and-error",
+                "rpc/unknown-response"
+            ]
+        );
     }
 
     #[test]

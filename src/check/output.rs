@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::{Finding, RULES, Severity};
+use crate::terminal::{NAME_BYTES, VALUE_BYTES, terminal_line};
 
 /// One conversation checked: where it came from and what was found.
 #[derive(Debug, Clone, Serialize)]
@@ -36,7 +37,8 @@ pub fn xml_escape(text: &str) -> String {
     out
 }
 
-/// One finding as a line of text.
+/// One finding as a line of text: its message quotes what the conversation holds, so it is made
+/// safe and cut (`terminal_line`).
 pub fn finding_line(finding: &Finding) -> String {
     format!(
         "  seq {:<6} {} {:<7} {:<30} {}",
@@ -44,16 +46,8 @@ pub fn finding_line(finding: &Finding) -> String {
         finding.direction.name(),
         finding.severity.name(),
         finding.rule,
-        crate::check::output::one_line(&finding.message),
+        terminal_line(&finding.message, VALUE_BYTES),
     )
-}
-
-/// `text` on one line: control characters (a recorded line may hold escape sequences) shown
-/// as `?`.
-fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 /// The text report.
@@ -63,10 +57,10 @@ pub fn text(checked: &[Checked], fail_on: Severity) -> String {
         let failing = c.findings.iter().filter(|f| f.severity >= fail_on).count();
         out.push_str(&format!(
             "{} ({}{} lines): {}\n",
-            one_line(&c.source),
+            terminal_line(&c.source, VALUE_BYTES),
             c.agent
                 .as_deref()
-                .map(|a| format!("{}, ", one_line(a)))
+                .map(|a| format!("{}, ", terminal_line(a, NAME_BYTES)))
                 .unwrap_or_default(),
             c.lines,
             match (c.findings.len(), failing) {

@@ -1,8 +1,14 @@
 //! How an error is said on stderr: one line, each cause once.
 
+/// The most of an error said on the terminal: an error may quote recorded values (a session id
+/// found in a file, the ids an ambiguous prefix matches), and those may be of any length.
+const ERROR_BYTES: usize = 4096;
+
 /// The error and its causes, joined by `: `, leaving out a cause that repeats what is already
 /// said (SQLite's errors carry their own message again as their source, so a plain chain reads
 /// `file is not a database: file is not a database: Error code 26: file is not a database`).
+/// Made safe for a terminal, on one line and cut (`terminal_line`): what it quotes may come from
+/// a recording or a transcript.
 pub fn one_line(error: &anyhow::Error) -> String {
     let mut said = String::new();
     let mut previous = String::new();
@@ -19,7 +25,7 @@ pub fn one_line(error: &anyhow::Error) -> String {
         }
         previous = text;
     }
-    said
+    crate::terminal::terminal_line(&said, ERROR_BYTES).into_owned()
 }
 
 #[cfg(test)]
@@ -40,5 +46,16 @@ mod tests {
         );
         let e = anyhow::anyhow!("root").context("middle").context("top");
         assert_eq!(one_line(&e), "top: middle: root");
+    }
+
+    #[test]
+    fn a_quoted_recorded_value_is_safe_on_one_line_and_cut() {
+        let e = anyhow::anyhow!("no session matches `a\u{1b}]52;c;eA==\u{7}\n\u{202e}b`");
+        assert_eq!(
+            one_line(&e),
+            "no session matches `a\u{FFFD}]52;c;eA==\u{FFFD}\u{FFFD}\u{FFFD}b`"
+        );
+        let long = anyhow::anyhow!("{}", "x".repeat(ERROR_BYTES * 2));
+        assert!(one_line(&long).ends_with(&format!("…[{ERROR_BYTES} more bytes]")));
     }
 }

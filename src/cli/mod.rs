@@ -146,10 +146,19 @@ pub(crate) fn print(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
+/// `value` as pretty JSON, its C1 and bidi controls written as `\u` escapes: exact data for a
+/// script, and nothing a terminal acts on (`terminal::json_terminal_safe`).
 pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    let mut text = serde_json::to_string_pretty(value)?;
+    let mut text = json_text(value)?;
     text.push('\n');
     Ok(print(&text)?)
+}
+
+/// `value` as pretty JSON for stdout: see [`print_json`].
+pub(crate) fn json_text(value: &impl serde::Serialize) -> serde_json::Result<String> {
+    Ok(crate::terminal::json_terminal_safe(
+        serde_json::to_string_pretty(value)?,
+    ))
 }
 
 #[cfg(test)]

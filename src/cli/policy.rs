@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{DbArgs, print, print_json};
+use crate::inspect::{VALUE_BYTES, one_line, terminal_line};
 use crate::policy::{Context, Decision, Policy, Redecided, Verdict};
 use crate::record::queries::{self, RecordedPermission};
 
@@ -101,15 +102,17 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
     if args.json {
         print_json(&verdict)?;
     } else {
+        // The option and the reason quote the request (an agent's words): each on its line.
+        let line = |text: &str| terminal_line(text, VALUE_BYTES).into_owned();
         print(&format!(
             "decision: {}\nrule:     {}\noption:   {}\nreason:   {}\n",
             verdict.decision,
-            verdict.rule.as_deref().unwrap_or("-"),
+            line(verdict.rule.as_deref().unwrap_or("-")),
             match (&verdict.option_id, &verdict.option_kind) {
-                (Some(id), Some(kind)) => format!("{id} ({kind})"),
+                (Some(id), Some(kind)) => format!("{} ({})", line(id), line(kind)),
                 _ => "- (the request goes to the user)".into(),
             },
-            verdict.reason
+            line(&verdict.reason)
         ))?;
     }
     Ok(0)
@@ -186,8 +189,8 @@ fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
         out.push_str(&format!(
             "{:<30} {:<8} {:<28} policy {} ({}) · user {}\n",
             r.category,
-            r.kind.as_deref().unwrap_or("-"),
-            crate::inspect::one_line(
+            one_line(r.kind.as_deref().unwrap_or("-"), 20),
+            one_line(
                 r.title
                     .as_deref()
                     .or(r.tool_call_id.as_deref())
@@ -195,8 +198,8 @@ fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
                 28
             ),
             r.policy.decision,
-            r.policy.rule.as_deref().unwrap_or("default"),
-            r.user,
+            one_line(r.policy.rule.as_deref().unwrap_or("default"), 40),
+            one_line(&r.user, 40),
         ));
     }
     let count = |c: &str| rows.iter().filter(|r| r.category == c).count();

@@ -43,6 +43,7 @@ pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
         shadow: false,
         redactor: Redactor::default_only(),
         recorded_as: None,
+        replay_of: None,
     })?;
     let InProcess {
         mut to_agent,

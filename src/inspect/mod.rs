@@ -43,37 +43,10 @@ pub fn format_duration(us: i64) -> String {
     }
 }
 
-/// Cuts `text` to `max` characters on one line.
-/// What a terminal must not receive from a recording: every control character but newline and
-/// tab (ESC starts CSI and OSC sequences: clipboard writes, title changes, screen clears; C1
-/// controls are their 8-bit forms), and the bidirectional controls that make text read in another
-/// order than it is stored (U+202E). Each becomes U+FFFD, so a reader sees that something was there.
-pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-    };
-    if !text.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    std::borrow::Cow::Owned(
-        text.chars()
-            .map(|c| if unsafe_char(c) { '\u{FFFD}' } else { c })
-            .collect(),
-    )
-}
-
-/// `text` cut to at most `max` bytes on a character boundary, and whether it was cut.
-pub fn cut_text(text: &str, max: usize) -> (&str, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&text[..end], true)
-}
+/// The one sanitiser of what a recording holds on its way to a terminal (see
+/// [`crate::terminal`]): `terminal_safe` for text of several lines, `terminal_line` for one field
+/// of a one-line message.
+pub use crate::terminal::{NAME_BYTES, VALUE_BYTES, cut_text, terminal_line, terminal_safe};
 
 /// Every string in `value` longer than `max` bytes cut, with `…[N more bytes]` after it: a
 /// recorded value sized for a page or a model, its structure kept.
@@ -92,15 +65,26 @@ pub fn cut_json_strings(value: &mut serde_json::Value, max: usize) {
     }
 }
 
+/// `text` as one column of a table: on one line (newline, tab and CR read as spaces, as in
+/// prose), made safe by [`terminal_line`], and cut to `max` characters with `…`.
 pub fn one_line(text: &str, max: usize) -> String {
+    let text = text.trim_start();
+    // A character is at most 4 bytes: this keeps more than `max` characters, and a 100 MB
+    // string costs no more than a short one.
+    let (text, _) = cut_text(text, max.saturating_mul(4).saturating_add(4));
     let flat: String = text
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect();
-    let flat = terminal_safe(flat.trim()).into_owned();
-    let flat = flat.as_str();
+    let flat = terminal_line(flat.trim_end(), usize::MAX);
     if flat.chars().count() <= max {
-        flat.to_owned()
+        flat.into_owned()
     } else {
         let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
         format!("{cut}…")
@@ -115,7 +99,8 @@ fn render_sessions_unescaped(sessions: &[SessionSummary]) -> String {
         "SESSION", "CONN", "STARTED (UTC)", "AGENT", "TURNS", "TOOLS", "PERMS"
     );
     for s in sessions {
-        let mut label = s.label.clone().unwrap_or_default();
+        // The recorded label cut first, so the state after it is always seen.
+        let mut label = one_line(s.label.as_deref().unwrap_or_default(), 60);
         match s.state {
             "live" => label.push_str(" [live]"),
             "interrupted" => label.push_str(" [interrupted]"),
@@ -125,7 +110,8 @@ fn render_sessions_unescaped(sessions: &[SessionSummary]) -> String {
         let _ = writeln!(
             out,
             "{:<38} {:>5} {:<19} {:<22} {:>5} {:>5} {:>5}  {}",
-            s.session_id,
+            // Whole (up to NAME_BYTES), not cut to the column: it is what `show` takes.
+            terminal_line(&s.session_id, NAME_BYTES),
             s.connection_id,
             format_time(s.created_at),
             one_line(&s.agent, 22),
@@ -202,5 +188,10 @@ mod tests {
     fn one_line_flattens_and_cuts() {
         assert_eq!(one_line("a\nb", 10), "a b");
         assert_eq!(one_line("abcdefghijkl", 5), "abcd…");
+        assert_eq!(
+            one_line(" \u{1b}[2J\u{202e}x\r\n", 10),
+            "\u{FFFD}[2J\u{FFFD}x"
+        );
+        assert_eq!(one_line(&"é".repeat(1_000_000), 3), "éé…");
     }
 }

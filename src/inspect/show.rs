@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{format_duration, format_time, one_line};
+use super::{NAME_BYTES, VALUE_BYTES, format_duration, format_time, one_line, terminal_line};
 use crate::record::Reader;
 use crate::record::queries::{self, PermissionRow, SessionRef, SessionSummary, ToolCallRow};
 
@@ -274,17 +274,22 @@ fn prompt_text(prompt: Option<&Value>) -> String {
 
 fn render_head_unescaped(s: &SessionSummary, total_turns: usize) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "Session {}  ({} turns)", s.session_id, total_turns);
+    let _ = writeln!(
+        out,
+        "Session {}  ({} turns)",
+        terminal_line(&s.session_id, NAME_BYTES),
+        total_turns
+    );
     let _ = writeln!(
         out,
         "  agent {} · cwd {} · connection {} · started {} UTC{}",
-        s.agent,
-        s.cwd.as_deref().unwrap_or("?"),
+        terminal_line(&s.agent, NAME_BYTES),
+        terminal_line(s.cwd.as_deref().unwrap_or("?"), VALUE_BYTES),
         s.connection_id,
         format_time(s.created_at),
         s.label
             .as_ref()
-            .map(|l| format!(" · label {l}"))
+            .map(|l| format!(" · label {}", one_line(l, 60)))
             .unwrap_or_default()
     );
     // An import has no exit status to tell.
@@ -312,10 +317,13 @@ fn render_turn_unescaped(turn: &TurnView) -> String {
             out,
             "\nTurn {} · {} · {}{}",
             turn.index,
-            turn.stop_reason
-                .as_deref()
-                .or(turn.error.as_ref().map(|_| "error"))
-                .unwrap_or("unfinished"),
+            one_line(
+                turn.stop_reason
+                    .as_deref()
+                    .or(turn.error.as_ref().map(|_| "error"))
+                    .unwrap_or("unfinished"),
+                40
+            ),
             turn.duration_us
                 .map(format_duration)
                 .unwrap_or_else(|| "-".into()),
@@ -357,6 +365,10 @@ fn render_turn_unescaped(turn: &TurnView) -> String {
                         if paths.is_empty() {
                             String::new()
                         } else {
+                            let paths: Vec<_> = paths
+                                .iter()
+                                .map(|p| terminal_line(p, VALUE_BYTES))
+                                .collect();
                             format!("  [{}]", paths.join(", "))
                         }
                     );
@@ -364,10 +376,11 @@ fn render_turn_unescaped(turn: &TurnView) -> String {
                 Item::Permission { title, request } => {
                     let decision = match (&request.outcome, &request.option_id) {
                         (None, _) => "no answer".to_owned(),
-                        (Some(outcome), None) => outcome.clone(),
+                        (Some(outcome), None) => one_line(outcome, 40),
                         (Some(_), Some(option)) => format!(
-                            "{option} ({})",
-                            request.option_kind.as_deref().unwrap_or("?")
+                            "{} ({})",
+                            one_line(option, 40),
+                            one_line(request.option_kind.as_deref().unwrap_or("?"), 40)
                         ),
                     };
                     let _ = writeln!(
@@ -381,7 +394,7 @@ fn render_turn_unescaped(turn: &TurnView) -> String {
                             50
                         ),
                         decision,
-                        request.decided_by.as_deref().unwrap_or("-"),
+                        one_line(request.decided_by.as_deref().unwrap_or("-"), 20),
                         request
                             .decision_us
                             .map(|d| format!(" after {}", format_duration(d)))

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::format_duration;
+use super::{format_duration, one_line};
 pub use crate::record::stats::{ByteStat, Count, Scope, Stats, ToolStat, stats};
 
 fn render_unescaped(stats: &Stats) -> String {
@@ -22,8 +22,8 @@ fn render_unescaped(stats: &Stats) -> String {
         let _ = writeln!(
             out,
             "{:<12} {:<12} {:>6} {:>9} {:>9}",
-            t.kind,
-            t.status,
+            one_line(&t.kind, 40),
+            one_line(&t.status, 40),
             t.count,
             t.avg_us.map(format_duration).unwrap_or_else(|| "-".into()),
             t.max_us.map(format_duration).unwrap_or_else(|| "-".into())
@@ -31,11 +31,11 @@ fn render_unescaped(stats: &Stats) -> String {
     }
     let _ = writeln!(out, "\nPERMISSIONS DECIDED BY");
     for c in &stats.permissions {
-        let _ = writeln!(out, "  {:<12} {:>6}", c.key, c.count);
+        let _ = writeln!(out, "  {:<12} {:>6}", one_line(&c.key, 40), c.count);
     }
     let _ = writeln!(out, "\nSTOP REASONS");
     for c in &stats.stop_reasons {
-        let _ = writeln!(out, "  {:<12} {:>6}", c.key, c.count);
+        let _ = writeln!(out, "  {:<12} {:>6}", one_line(&c.key, 40), c.count);
     }
     let _ = writeln!(
         out,
@@ -43,7 +43,13 @@ fn render_unescaped(stats: &Stats) -> String {
         "DIRECTION", "MESSAGES", "BYTES"
     );
     for b in &stats.bytes {
-        let _ = writeln!(out, "{:<10} {:>9} {:>12}", b.direction, b.messages, b.bytes);
+        let _ = writeln!(
+            out,
+            "{:<10} {:>9} {:>12}",
+            one_line(&b.direction, 10),
+            b.messages,
+            b.bytes
+        );
     }
     out
 }

@@ -9,13 +9,19 @@ pub use crate::record::follow::{Cursor, Event};
 
 /// One line for a person; `color` adds ANSI colours by status.
 pub fn render(event: &Event, color: bool) -> String {
-    // Every recorded string is made safe before any colour is added.
-    let safe = |v: &Option<String>| v.as_deref().map(|v| super::terminal_safe(v).into_owned());
+    // Every recorded string is made safe (on one line, cut) before any colour is added.
+    let safe = |v: &Option<String>| {
+        v.as_deref()
+            .map(|v| super::terminal_line(v, super::NAME_BYTES).into_owned())
+    };
     let event = &Event {
         session_id: safe(&event.session_id),
         tool_call_id: safe(&event.tool_call_id),
         kind: safe(&event.kind),
-        title: safe(&event.title),
+        title: event
+            .title
+            .as_deref()
+            .map(|v| super::terminal_line(v, super::VALUE_BYTES).into_owned()),
         status: safe(&event.status),
         decided_by: safe(&event.decided_by),
         option_kind: safe(&event.option_kind),

@@ -275,9 +275,8 @@ pub fn list_tool_calls(reader: &Reader, args: ListToolCalls) -> anyhow::Result<V
         .path
         .as_deref()
         .map(|p| {
-            globset::Glob::new(p)
-                .map(|g| g.compile_matcher())
-                .map_err(|e| bad(format!("path {p:?} is not a glob: {e}")))
+            crate::policy::paths::glob_set(&[p], Default::default())
+                .map_err(|e| bad(format!("path: {e}")))
         })
         .transpose()?;
     let text = args.text.as_deref().map(str::to_lowercase);
@@ -477,8 +476,12 @@ pub fn search(reader: &Reader, args: Search) -> anyhow::Result<Value> {
         text: Some(args.text.clone()),
         ..Default::default()
     };
-    let hits = crate::record::search::search(reader, &query, MAX_SEARCH_SESSIONS)
-        .map_err(|e| bad(format!("cannot search for {:?}: {e}", args.text)))?;
+    let hits = crate::record::search::search(reader, &query, MAX_SEARCH_SESSIONS).map_err(|e| {
+        bad(format!(
+            "cannot search for `{}`: {e}",
+            crate::policy::paths::cut_for_error(&args.text)
+        ))
+    })?;
     let items: Vec<Value> = hits
         .iter()
         .skip(offset)

@@ -300,6 +300,113 @@ pub fn escape_glob(value: &str) -> String {
     out
 }
 
+/// The longest glob acptap compiles from text it is given (a `--path`, an MCP argument, a
+/// policy pattern once `${cwd}` and `${home}` are put in, a word of a recorded command). globset
+/// panics on a regex too big for it (131,000 `*` did), and no real path glob comes near this.
+pub const MAX_GLOB_BYTES: usize = 4096;
+
+/// How much of a refused glob an error shows.
+const SHOWN_GLOB_CHARS: usize = 40;
+
+/// How a glob reads its text: `/` matched only by `/` (not `*`), `\` as an escape, case.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GlobOptions {
+    pub literal_separator: bool,
+    pub backslash_escape: bool,
+    pub case_insensitive: bool,
+}
+
+/// A glob that cannot be built. Its text says which (a cut prefix of it, never all of it), why,
+/// and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GlobError {
+    #[error("the glob `{shown}` {}", self.reason())]
+    TooLong { shown: String, bytes: usize },
+    #[error("`{shown}` {}", self.reason())]
+    Invalid { shown: String, why: String },
+}
+
+impl GlobError {
+    /// What is wrong and the fix, without the glob: `is 5000 bytes long; ...`.
+    pub fn reason(&self) -> String {
+        match self {
+            GlobError::TooLong { bytes, .. } => format!(
+                "is {bytes} bytes long; at most {MAX_GLOB_BYTES} are accepted: give a shorter glob"
+            ),
+            GlobError::Invalid { why, .. } => format!("is not a glob ({why}): fix the pattern"),
+        }
+    }
+}
+
+/// The first characters of an untrusted text for an error, control characters escaped, `…`
+/// when cut.
+pub fn cut_for_error(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars().take(SHOWN_GLOB_CHARS) {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    if text.chars().nth(SHOWN_GLOB_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// Refuses a glob text longer than [`MAX_GLOB_BYTES`].
+pub fn too_long(text: &str) -> Result<(), GlobError> {
+    if text.len() > MAX_GLOB_BYTES {
+        return Err(GlobError::TooLong {
+            shown: cut_for_error(text),
+            bytes: text.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Builds a matcher from glob texts that come from outside (a user, a policy file, a
+/// recording): each at most [`MAX_GLOB_BYTES`], compiled without a panic (globset's own
+/// `compile_matcher` panics where its regex is too big; a set's build answers an error).
+pub fn glob_set(patterns: &[&str], options: GlobOptions) -> Result<globset::GlobSet, GlobError> {
+    let mut builder = globset::GlobSetBuilder::new();
+    for text in patterns {
+        too_long(text)?;
+        let glob = globset::GlobBuilder::new(text)
+            .literal_separator(options.literal_separator)
+            .backslash_escape(options.backslash_escape)
+            .case_insensitive(options.case_insensitive)
+            .build()
+            .map_err(|e| GlobError::Invalid {
+                shown: cut_for_error(text),
+                why: why(&e),
+            })?;
+        builder.add(glob);
+    }
+    builder.build().map_err(|e| {
+        // Name the pattern at fault: the first that fails alone (the set's error says none).
+        let culprit = patterns
+            .iter()
+            .find(|text| patterns.len() == 1 || glob_set(&[text], options).is_err())
+            .copied()
+            .unwrap_or_default();
+        GlobError::Invalid {
+            shown: cut_for_error(culprit),
+            why: why(&e),
+        }
+    })
+}
+
+/// Why globset refused a glob, without the glob: its whole error repeats the glob, and a regex
+/// error the whole regex.
+fn why(error: &globset::Error) -> String {
+    match error.kind() {
+        globset::ErrorKind::Regex(_) => "too complex to match".to_owned(),
+        kind => kind.to_string(),
+    }
+}
+
 /// The paths a command argument can stand for once the shell expands it: `~` forms, and glob
 /// patterns matched against the disk as bash would (a pattern with no match stays as written).
 /// `None` for one that cannot be known (`~user`, `~-`, too many matches).
@@ -342,15 +449,16 @@ pub fn expand_argument(
             current = current.into_iter().map(|p| p.join(&*name)).collect();
             continue;
         }
-        let Ok(glob) = globset::GlobBuilder::new(&name)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .build()
-        else {
+        // A word that is no glob (or too long or complex to be one) is taken as written.
+        let options = GlobOptions {
+            literal_separator: true,
+            backslash_escape: true,
+            case_insensitive: false,
+        };
+        let Ok(matcher) = glob_set(&[&name], options) else {
             current = current.into_iter().map(|p| p.join(&*name)).collect();
             continue;
         };
-        let matcher = glob.compile_matcher();
         let mut next = Vec::new();
         for dir in &current {
             let Some(resolved) = normalise(&dir.to_string_lossy(), None, None) else {
@@ -596,6 +704,44 @@ mod tests {
         assert!(expanded(".*").contains(&Some(project.join(".hidden"))));
         assert!(expanded("e*/home/project/src").contains(&Some(project.join("src"))));
         assert_eq!(expanded("~nobody/*"), vec![None]);
+        // A word no regex can hold (globset panicked on it) is taken as written.
+        let nested = format!("src/*{}{}", "{a,".repeat(300), "}".repeat(300));
+        assert_eq!(expanded(&nested), vec![Some(project.join(&nested)); 2]);
+        let long = format!("src/{}", "?".repeat(60_000));
+        assert_eq!(expanded(&long), vec![None, None]);
+    }
+
+    #[test]
+    fn an_untrusted_glob_is_bounded_and_never_panics() {
+        let options = GlobOptions::default();
+        assert!(
+            glob_set(&["src/*.rs"], options)
+                .unwrap()
+                .is_match("src/a.rs")
+        );
+        let long = "*".repeat(131_000);
+        let e = glob_set(&[&long], options).unwrap_err().to_string();
+        assert!(
+            e.contains("131000 bytes") && e.contains("at most 4096"),
+            "{e}"
+        );
+        assert!(e.len() < 200, "{e}");
+        // Under the limit, too complex for a regex: an error, not globset's panic.
+        let stars = "*".repeat(MAX_GLOB_BYTES);
+        let complex = [
+            format!("{}{}", "{a,".repeat(1000), "}".repeat(1000)),
+            "[!a-z]".repeat(MAX_GLOB_BYTES / 6),
+        ];
+        for text in complex.iter().map(String::as_str).chain([stars.as_str()]) {
+            if let Err(e) = glob_set(&["ok", text], options) {
+                let e = e.to_string();
+                assert!(e.len() < 200 && !e.starts_with("`ok`"), "{e}");
+            }
+        }
+        assert!(glob_set(&["ok", &complex[0]], options).is_err());
+        // Control characters are shown escaped, never written raw to a terminal.
+        let e = glob_set(&["\u{1b}[2J["], options).unwrap_err().to_string();
+        assert!(e.contains("\\u{1b}") && !e.contains('\u{1b}'), "{e}");
     }
 
     #[test]

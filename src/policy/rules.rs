@@ -240,19 +240,27 @@ pub fn expand(
     cwd: Option<&str>,
     home: Option<&str>,
 ) -> Result<Option<String>, String> {
+    use crate::policy::paths::cut_for_error;
+    crate::policy::paths::too_long(pattern)
+        .map_err(|e| format!("path pattern `{}` {}", cut_for_error(pattern), e.reason()))?;
     let mut out = String::new();
     let mut rest = pattern;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
-        let end = rest[start..]
-            .find('}')
-            .ok_or_else(|| format!("unclosed `${{` in `{pattern}`"))?;
+        let end = rest[start..].find('}').ok_or_else(|| {
+            format!(
+                "unclosed `${{` in `{}`: close it, as in ${{cwd}}",
+                cut_for_error(pattern)
+            )
+        })?;
         let value = match &rest[start + 2..start + end] {
             "cwd" => cwd,
             "home" => home,
             other => {
                 return Err(format!(
-                    "unknown variable `${{{other}}}` in `{pattern}`: use ${{cwd}} or ${{home}}"
+                    "unknown variable `${{{}}}` in `{}`: use ${{cwd}} or ${{home}}",
+                    cut_for_error(other),
+                    cut_for_error(pattern)
                 ));
             }
         };
@@ -274,25 +282,48 @@ pub fn compile_globs(
     home: Option<&str>,
     case_insensitive: bool,
 ) -> Result<globset::GlobSet, String> {
-    let mut builder = globset::GlobSetBuilder::new();
+    use crate::policy::paths::{GlobOptions, cut_for_error, glob_set};
+    let options = GlobOptions {
+        literal_separator: true,
+        backslash_escape: true,
+        case_insensitive,
+    };
+    // Each pattern as written, and the globs it stands for.
+    let mut expanded: Vec<(&String, Vec<String>)> = Vec::new();
     for pattern in patterns {
-        let Some(expanded) = expand(pattern, cwd, home)? else {
+        let Some(glob) = expand(pattern, cwd, home)? else {
             // A variable with no value (no known cwd): the pattern can match nothing.
             continue;
         };
         // `dir/**` means the directory and everything in it.
-        let itself = expanded.strip_suffix("/**").filter(|d| !d.is_empty());
-        for glob in std::iter::once(expanded.as_str()).chain(itself) {
-            let glob = globset::GlobBuilder::new(glob)
-                .literal_separator(true)
-                .backslash_escape(true)
-                .case_insensitive(case_insensitive)
-                .build()
-                .map_err(|e| format!("invalid glob `{pattern}`: {e}"))?;
-            builder.add(glob);
-        }
+        let itself = glob
+            .strip_suffix("/**")
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned);
+        expanded.push((pattern, std::iter::once(glob).chain(itself).collect()));
     }
-    builder.build().map_err(|e| format!("invalid globs: {e}"))
+    let texts: Vec<&str> = expanded
+        .iter()
+        .flat_map(|(_, globs)| globs.iter().map(String::as_str))
+        .collect();
+    glob_set(&texts, options).map_err(|error| {
+        // Name the pattern as written (the file's text, not its expansion).
+        let (pattern, error) = expanded
+            .iter()
+            .find_map(|(pattern, globs)| {
+                let globs: Vec<&str> = globs.iter().map(String::as_str).collect();
+                glob_set(&globs, options).err().map(|e| (*pattern, e))
+            })
+            .map_or((None, error.clone()), |(p, e)| (Some(p), e));
+        match pattern {
+            Some(pattern) => format!(
+                "path pattern `{}` {}",
+                cut_for_error(pattern),
+                error.reason()
+            ),
+            None => format!("path patterns: {error}"),
+        }
+    })
 }
 
 /// Directory names a pattern is tried with when it is loaded: every character a glob gives a

@@ -62,6 +62,8 @@ pub struct RunOptions {
     pub redactor: crate::record::redact::Redactor,
     /// Given the recording's connection id once its row is written (for live export).
     pub recorded_as: Option<std::sync::Arc<std::sync::OnceLock<i64>>>,
+    /// The connection this run replays (`acptap replay --as client`), recorded with its row.
+    pub replay_of: Option<i64>,
 }
 
 enum Event {
@@ -192,6 +194,7 @@ pub fn run(mut options: RunOptions, client: ClientStreams) -> anyhow::Result<Run
                 .map(|d| d.to_string_lossy().into_owned()),
             pid: Some(pid),
             started_at: now_us(),
+            replay_of: options.replay_of,
         },
         options.recorded_as.clone(),
     );

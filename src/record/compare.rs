@@ -345,21 +345,16 @@ pub fn compare(a: &Shape, b: &Shape, timing_threshold_us: i64) -> Vec<Difference
     out
 }
 
-/// `text` with control characters (a recorded string may hold escape sequences) shown as `?`.
-fn terminal_safe(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
-}
-
-/// The differences as text, one a line.
+/// The differences as text, one a line, for a terminal: every recorded string on its line, made
+/// safe and cut (`terminal_line`).
 pub fn render(a: &Shape, b: &Shape, differences: &[Difference]) -> String {
-    let safe = |v: &Value| terminal_safe(&v.to_string());
+    use crate::terminal::{NAME_BYTES, VALUE_BYTES, terminal_line};
+    let value = |v: &Value| terminal_line(&v.to_string(), VALUE_BYTES).into_owned();
     let mut out = format!(
         "A: session {} ({} turns)\nB: session {} ({} turns)\n",
-        terminal_safe(&a.session_id),
+        terminal_line(&a.session_id, NAME_BYTES),
         a.turns.len(),
-        terminal_safe(&b.session_id),
+        terminal_line(&b.session_id, NAME_BYTES),
         b.turns.len()
     );
     if differences.is_empty() {
@@ -369,9 +364,9 @@ pub fn render(a: &Shape, b: &Shape, differences: &[Difference]) -> String {
         out.push_str(&format!(
             "turn {}: {}: {} -> {}\n",
             d.turn,
-            d.what,
-            safe(&d.a),
-            safe(&d.b)
+            terminal_line(&d.what, NAME_BYTES),
+            value(&d.a),
+            value(&d.b)
         ));
     }
     out

@@ -78,7 +78,7 @@ pub struct Search {
     pub text: Option<String>,
     pub kind: Option<String>,
     pub status: Option<String>,
-    pub path: Option<globset::GlobMatcher>,
+    pub path: Option<globset::GlobSet>,
 }
 
 /// The sessions (newest first, at most `limit`) with lines or tool calls matching `search`.

@@ -101,6 +101,9 @@ pub struct ConnectionStart {
     pub cwd: Option<String>,
     pub pid: Option<u32>,
     pub started_at: i64,
+    /// For the live run of `acptap replay --as client`: the connection it replays, written with
+    /// the row, so a run that breaks early is a replay too (never `last`).
+    pub replay_of: Option<i64>,
 }
 
 /// How a connection ended.
@@ -251,8 +254,9 @@ impl Store {
 
     pub fn begin_connection(&mut self, start: &ConnectionStart) -> Result<i64, StoreError> {
         self.conn.execute(
-            "INSERT INTO connections (label, command, cwd, pid, proxy_pid, started_at, proxy_identity)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO connections (label, command, cwd, pid, proxy_pid, started_at, proxy_identity,
+                                      replay_of)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 start.label,
                 serde_json::to_string(&start.command).unwrap_or_default(),
@@ -261,6 +265,7 @@ impl Store {
                 std::process::id(),
                 start.started_at,
                 process_identity(std::process::id()),
+                start.replay_of,
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -372,15 +377,6 @@ impl Store {
             None,
             "wal_autocheckpoint",
             pages(&self.conn, RECORDER_AUTOCHECKPOINT_BYTES)?,
-        )?;
-        Ok(())
-    }
-
-    /// Marks `connection_id` as a replay of `original`.
-    pub fn link_replay(&mut self, connection_id: i64, original: i64) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE connections SET replay_of = ?2 WHERE id = ?1",
-            params![connection_id, original],
         )?;
         Ok(())
     }

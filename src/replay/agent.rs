@@ -59,8 +59,10 @@ impl AgentReplayReport {
         let mut out =
             String::from("recorded: the agent of the recording\nlive:     the client on stdin\n");
         for line in self.differences.iter().chain(&self.refused) {
-            let line = line.replace(['\n', '\r'], " ");
-            out.push_str(&format!("  {}\n", crate::inspect::terminal_safe(&line)));
+            out.push_str(&format!(
+                "  {}\n",
+                crate::terminal::terminal_line(line, crate::terminal::VALUE_BYTES)
+            ));
         }
         out.push_str(&match self.differences.len() {
             0 => "no divergence\n".to_owned(),
@@ -73,10 +75,9 @@ impl AgentReplayReport {
 
 /// One line on stderr: recorded text is shown with no control or bidi character, on one line.
 fn say(what: &str) {
-    let one_line = what.replace(['\n', '\r'], " ");
     eprintln!(
         "acptap replay: {}",
-        crate::inspect::terminal_safe(&one_line)
+        crate::terminal::terminal_line(what, crate::terminal::VALUE_BYTES)
     );
 }
 

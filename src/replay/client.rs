@@ -27,7 +27,7 @@ use crate::protocol::{Direction, Message, MessageKind, parse_line};
 use crate::proxy::{InProcess, RunOptions};
 use crate::record::queries::SessionRef;
 use crate::record::redact::Redactor;
-use crate::record::{Destination, Reader, Store};
+use crate::record::{Destination, Reader};
 
 /// How long the replay waits for the agent before it gives up on a turn.
 const AGENT_PATIENCE: Duration = Duration::from_secs(120);
@@ -73,31 +73,172 @@ struct Driver {
     cwd: Option<(PathBuf, PathBuf)>,
 }
 
+/// One line on stderr. What it says quotes the recording and the live agent (methods, paths):
+/// made safe and kept on its line (`terminal_line`).
+fn say(what: &str) {
+    eprintln!(
+        "acptap replay: {}",
+        crate::terminal::terminal_line(what, 2 * crate::terminal::VALUE_BYTES)
+    );
+}
+
 /// ACP's error code for a file that is not there (the agent may then create it).
 const RESOURCE_NOT_FOUND: i64 = -32002;
 
-/// `fs/read_text_file`'s answer from a real file: `line` (1-based) and `limit` (lines) as ACP
-/// defines them.
-fn read_real(path: &std::path::Path, params: &Value) -> Reply {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Reply::Coded(
+/// The most one real-file read answers with: the longest line acptap records whole. A file
+/// read without `limit` past it is an error that says to ask for fewer lines.
+const MAX_READ_BYTES: usize = crate::proxy::framing::MAX_FRAMED_LINE;
+
+/// What a real file must be for a replay to touch it: a regular file (a FIFO would block the
+/// replay for ever, a device has no end); for a write, one with a single name (a hard link
+/// reaches a file outside the cwd, that the lexical and symlink checks cannot see).
+fn refuse_unless_plain(
+    method: &str,
+    path: &std::path::Path,
+    metadata: &std::fs::Metadata,
+    writing: bool,
+) -> Option<Reply> {
+    use std::os::unix::fs::MetadataExt as _;
+    if !metadata.is_file() {
+        let kind = metadata.file_type();
+        use std::os::unix::fs::FileTypeExt as _;
+        let what = if kind.is_fifo() {
+            "a named pipe"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_block_device() || kind.is_char_device() {
+            "a device"
+        } else if kind.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Some(Reply::Error(format!(
+            "{method} {}: {what}, refused (a replay reads and writes regular files only)",
+            path.display()
+        )));
+    }
+    if writing && metadata.nlink() > 1 {
+        return Some(Reply::Error(format!(
+            "{method} {}: a file with {} hard links, refused (another of its names may be outside the cwd)",
+            path.display(),
+            metadata.nlink()
+        )));
+    }
+    None
+}
+
+/// Opens a real file without blocking on it (`O_NONBLOCK`: a FIFO opens at once, or fails) and
+/// looks at what was opened before a byte is read or written.
+fn open_plain(
+    method: &str,
+    path: &std::path::Path,
+    options: &mut std::fs::OpenOptions,
+    writing: bool,
+) -> Result<std::fs::File, Reply> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // A look first, so that a FIFO or a device is never even opened.
+    if let Ok(metadata) = std::fs::metadata(path)
+        && let Some(refused) = refuse_unless_plain(method, path, &metadata, writing)
+    {
+        return Err(refused);
+    }
+    let file = options
+        .custom_flags(libc::O_NONBLOCK | if writing { libc::O_NOFOLLOW } else { 0 })
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound if !writing => Reply::Coded(
                 RESOURCE_NOT_FOUND,
                 format!("Resource not found: {}", path.display()),
-            );
-        }
-        Err(e) => return Reply::Error(format!("cannot read {}: {e}", path.display())),
-    };
-    let line = params.get("line").and_then(Value::as_u64);
-    let limit = params.get("limit").and_then(Value::as_u64);
-    if line.is_none() && limit.is_none() {
-        return Reply::Result(json!({"content": text}));
+            ),
+            _ => Reply::Error(format!(
+                "cannot {} {}: {e}",
+                if writing { "write" } else { "read" },
+                path.display()
+            )),
+        })?;
+    // And what was opened (the path may have changed since the look).
+    let metadata = file
+        .metadata()
+        .map_err(|e| Reply::Error(format!("cannot look at {}: {e}", path.display())))?;
+    match refuse_unless_plain(method, path, &metadata, writing) {
+        Some(refused) => Err(refused),
+        None => Ok(file),
     }
-    let skip = line.unwrap_or(1).max(1) as usize - 1;
-    let take = limit.map_or(usize::MAX, |l| l as usize);
-    let content: String = text.split_inclusive('\n').skip(skip).take(take).collect();
-    Reply::Result(json!({"content": content}))
+}
+
+/// `fs/read_text_file`'s answer from a real file: `line` (1-based) and `limit` (lines) as ACP
+/// defines them. Read as a stream: only the lines asked for are kept, at most
+/// [`MAX_READ_BYTES`] of them.
+fn read_real(path: &std::path::Path, params: &Value) -> Reply {
+    let file = match open_plain(
+        "fs/read_text_file",
+        path,
+        std::fs::OpenOptions::new().read(true),
+        false,
+    ) {
+        Ok(file) => file,
+        Err(refused) => return refused,
+    };
+    let skip = params
+        .get("line")
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+        .max(1)
+        - 1;
+    let take = params.get("limit").and_then(Value::as_u64);
+    match read_lines(BufReader::new(file), skip, take, MAX_READ_BYTES) {
+        Ok(Some(bytes)) => match String::from_utf8(bytes) {
+            Ok(content) => Reply::Result(json!({"content": content})),
+            Err(_) => Reply::Error(format!("cannot read {}: not UTF-8 text", path.display())),
+        },
+        Ok(None) => Reply::Error(format!(
+            "fs/read_text_file {}: more than {} MiB to answer; ask for fewer lines with `line` and `limit`",
+            path.display(),
+            MAX_READ_BYTES >> 20
+        )),
+        Err(e) => Reply::Error(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// Lines `skip + 1 ..= skip + take` of `reader` (to its end without `take`), line endings kept;
+/// `None` past `max` bytes. Skipped lines are read, not kept: memory stays within `max`.
+fn read_lines(
+    mut reader: impl BufRead,
+    skip: u64,
+    take: Option<u64>,
+    max: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut out = Vec::new();
+    let mut line = 0u64;
+    loop {
+        if take.is_some_and(|take| line >= skip.saturating_add(take)) {
+            return Ok(Some(out));
+        }
+        let buffer = match reader.fill_buf() {
+            Ok(buffer) => buffer,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buffer.is_empty() {
+            return Ok(Some(out));
+        }
+        let (piece, ends) = match memchr::memchr(b'\n', buffer) {
+            Some(end) => (&buffer[..=end], true),
+            None => (buffer, false),
+        };
+        let used = piece.len();
+        if line >= skip {
+            if out.len() + used > max {
+                return Ok(None);
+            }
+            out.extend_from_slice(piece);
+        }
+        reader.consume(used);
+        if ends {
+            line += 1;
+        }
+    }
 }
 
 fn key(message: &Message) -> (Option<String>, Option<String>) {
@@ -175,10 +316,10 @@ impl Driver {
                 // Not in the recording: the real file under the cwd, said on stderr.
                 Reply::Error(why) if method.starts_with("fs/") && path.is_some() => {
                     let path = path.as_deref().expect("checked");
-                    eprintln!(
-                        "acptap replay: {why}: answered from the real file {} instead",
+                    say(&format!(
+                        "{why}: answered from the real file {} instead",
                         path.display()
-                    );
+                    ));
                     self.real_file(&method, path, &params)
                 }
                 reply => reply,
@@ -194,7 +335,7 @@ impl Driver {
                 self.send_json(json!({"jsonrpc": "2.0", "id": json_id, "result": result}))
             }
             Reply::Error(message) => {
-                eprintln!("acptap replay: {message}");
+                say(&message);
                 self.send_json(json!({"jsonrpc": "2.0", "id": json_id, "error": {"code": -32603, "message": format!("acptap replay: {message}")}}))
             }
             Reply::Coded(code, message) => self.send_json(
@@ -247,22 +388,25 @@ impl Driver {
             ));
         }
         use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .and_then(|mut file| {
-                file.write_all(
-                    params
-                        .get("content")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .as_bytes(),
-                )
-            });
+        // Opened without truncating, looked at (a regular file with one name), then emptied.
+        let file = match open_plain(
+            method,
+            path,
+            std::fs::OpenOptions::new().write(true).create(true),
+            true,
+        ) {
+            Ok(file) => file,
+            Err(refused) => return refused,
+        };
+        let written = file.set_len(0).and_then(|()| {
+            (&file).write_all(
+                params
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .as_bytes(),
+            )
+        });
         match written {
             Ok(()) => Reply::Result(json!({})),
             Err(e) => Reply::Error(format!("cannot write {}: {e}", path.display())),
@@ -452,6 +596,8 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         shadow: false,
         redactor: Redactor::default_only(),
         recorded_as: None,
+        // Marked as a replay from its first row: a run whose agent dies at once is never `last`.
+        replay_of: Some(options.original.connection_id),
     })
     .with_context(|| {
         format!(
@@ -493,8 +639,6 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
     let live_connection = run
         .connection_id
         .context("the live run could not be recorded (see the message above)")?;
-    Store::open_existing(&options.db)?
-        .link_replay(live_connection, options.original.connection_id)?;
     let reader = Reader::open(&options.db)?;
     Ok(divergence::compare(
         &reader,
@@ -641,5 +785,28 @@ mod tests {
             std::path::Path::new("/etc/passwd"),
             dir.path()
         ));
+    }
+
+    #[test]
+    fn lines_are_streamed_and_only_those_asked_for_are_kept() {
+        let long = "x".repeat(100_000);
+        let text = format!("{long}\nb\nc");
+        // A small buffer: lines span many reads.
+        let read = |skip, take, max| {
+            read_lines(
+                std::io::BufReader::with_capacity(7, text.as_bytes()),
+                skip,
+                take,
+                max,
+            )
+            .unwrap()
+        };
+        assert_eq!(read(1, Some(1), 10), Some(b"b\n".to_vec()));
+        assert_eq!(read(1, None, 10), Some(b"b\nc".to_vec()));
+        assert_eq!(read(2, Some(5), 10), Some(b"c".to_vec()));
+        assert_eq!(read(9, None, 10), Some(Vec::new()));
+        assert_eq!(read(0, Some(1), 10), None, "past the cap");
+        assert_eq!(read(0, Some(0), 10), Some(Vec::new()));
+        assert_eq!(read(0, None, 200_000).unwrap().len(), text.len());
     }
 }

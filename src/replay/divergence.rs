@@ -11,6 +11,11 @@ use serde_json::Value;
 
 use crate::record::compare;
 use crate::record::queries::{self, SessionRef};
+use crate::terminal::{NAME_BYTES, VALUE_BYTES, terminal_line};
+
+/// The most of one difference said: it quotes two recorded values (each cut to `VALUE_BYTES`)
+/// and what is around them.
+const DIFFERENCE_BYTES: usize = 3 * VALUE_BYTES;
 
 #[derive(Debug, Default)]
 pub struct Report {
@@ -24,11 +29,19 @@ impl Report {
         self.differences.is_empty()
     }
 
+    /// For a terminal: each difference on its line, whatever the recording holds
+    /// (`terminal_line`).
     pub fn render(&self) -> String {
         let mut out = String::new();
         let name = |s: &Option<SessionRef>| {
             s.as_ref()
-                .map(|s| format!("session {} (connection {})", s.session_id, s.connection_id))
+                .map(|s| {
+                    format!(
+                        "session {} (connection {})",
+                        terminal_line(&s.session_id, NAME_BYTES),
+                        s.connection_id
+                    )
+                })
                 .unwrap_or_else(|| "no session".into())
         };
         let _ = writeln!(
@@ -38,7 +51,7 @@ impl Report {
             name(&self.live)
         );
         for difference in &self.differences {
-            let _ = writeln!(out, "  {difference}");
+            let _ = writeln!(out, "  {}", terminal_line(difference, DIFFERENCE_BYTES));
         }
         let _ = writeln!(
             out,
@@ -169,8 +182,8 @@ pub fn compare(
         if was.stop_reason != now.stop_reason {
             report.differences.push(format!(
                 "turn {n}: stop reason {} -> {}",
-                was.stop_reason.as_deref().unwrap_or("none"),
-                now.stop_reason.as_deref().unwrap_or("none")
+                terminal_line(was.stop_reason.as_deref().unwrap_or("none"), NAME_BYTES),
+                terminal_line(now.stop_reason.as_deref().unwrap_or("none"), NAME_BYTES)
             ));
         }
         if compare_text && was.agent_text != now.agent_text {
@@ -193,7 +206,14 @@ pub fn compare(
             let list = |permissions: &[(String, String, String)]| {
                 let items: Vec<String> = permissions
                     .iter()
-                    .map(|(kind, title, answer)| format!("{kind} `{title}` -> {answer}"))
+                    .map(|(kind, title, answer)| {
+                        format!(
+                            "{} `{}` -> {}",
+                            terminal_line(kind, NAME_BYTES),
+                            terminal_line(title, NAME_BYTES),
+                            terminal_line(answer, NAME_BYTES)
+                        )
+                    })
                     .collect();
                 if items.is_empty() {
                     "none".to_owned()
@@ -237,25 +257,38 @@ fn compare_calls(turn: usize, recorded: &[Call], live: &[Call], out: &mut Vec<St
             Some(i) => describe_changes(turn, was, live_left[i].take().expect("some"), out),
             None => out.push(format!(
                 "turn {turn}: missing tool call: {} {:?}",
-                was.kind, was.title
+                terminal_line(&was.kind, NAME_BYTES),
+                terminal_line(&was.title, NAME_BYTES)
             )),
         }
     }
     for now in live_left.into_iter().flatten() {
         out.push(format!(
             "turn {turn}: added tool call: {} {:?}",
-            now.kind, now.title
+            terminal_line(&now.kind, NAME_BYTES),
+            terminal_line(&now.title, NAME_BYTES)
         ));
     }
 }
 
 fn describe_changes(turn: usize, was: &Call, now: &Call, out: &mut Vec<String>) {
-    let what = format!("turn {turn}: tool call {} {:?}", was.kind, was.title);
+    let what = format!(
+        "turn {turn}: tool call {} {:?}",
+        terminal_line(&was.kind, NAME_BYTES),
+        terminal_line(&was.title, NAME_BYTES)
+    );
     if was.title != now.title {
-        out.push(format!("{what}: title -> {:?}", now.title));
+        out.push(format!(
+            "{what}: title -> {:?}",
+            terminal_line(&now.title, NAME_BYTES)
+        ));
     }
     if was.status != now.status {
-        out.push(format!("{what}: status {} -> {}", was.status, now.status));
+        out.push(format!(
+            "{what}: status {} -> {}",
+            terminal_line(&was.status, NAME_BYTES),
+            terminal_line(&now.status, NAME_BYTES)
+        ));
     }
     if was.paths != now.paths {
         out.push(format!("{what}: paths {:?} -> {:?}", was.paths, now.paths));

@@ -628,14 +628,9 @@ fn serialised(value: &Value) -> Vec<u8> {
     bytes
 }
 
-/// A recorded path for a message: at most 200 bytes of it.
+/// A recorded path for a message: cut, and safe for a terminal.
 fn shown(path: &str) -> String {
-    let (cut, was_cut) = crate::inspect::cut_text(path, 200);
-    if was_cut {
-        format!("{cut}…")
-    } else {
-        cut.to_owned()
-    }
+    crate::terminal::terminal_line(path, crate::terminal::NAME_BYTES).into_owned()
 }
 
 /// `path` with `.` and `..` resolved by its text; `None` if it climbs above its root (`/` for

@@ -38,6 +38,10 @@ const TOKEN_BYTES: usize = 32;
 /// Pages listening to `/api/events` at once; more get 503 (each holds a connection).
 const MAX_EVENT_STREAMS: usize = 64;
 
+/// How long a connection may take to send a request's headers (the first, and each next one on
+/// a kept-alive connection): one that never finishes them is closed, instead of held for ever.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The Content-Security-Policy of every answer.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -403,13 +407,48 @@ pub fn serve(
         if open {
             let _ = std::process::Command::new("xdg-open").arg(&url).spawn();
         }
-        axum::serve(
-            listener,
-            router(app).into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .await?;
-        Ok(())
+        serve_connections(listener, router(app)).await
     })
+}
+
+/// Serves each accepted connection with hyper's HTTP/1 server and a header read deadline
+/// ([`HEADER_READ_TIMEOUT`]); `axum::serve` does the same without one. Each request carries its
+/// peer's address (`ConnectInfo`), which the guard reads.
+async fn serve_connections(listener: tokio::net::TcpListener, app: Router) -> anyhow::Result<()> {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            // A connection that went away before it was accepted: the next one.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                continue;
+            }
+            // Out of file descriptors and the like: wait for some to be given back, as
+            // `axum::serve` does.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let service = hyper_util::service::TowerToHyperService::new(
+            app.clone().layer(axum::Extension(ConnectInfo(peer))),
+        );
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            // A connection's error (a timeout, a reset) ends that connection only.
+            let _ = http
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
 }
 
 #[cfg(test)]

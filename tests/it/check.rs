@@ -41,6 +41,12 @@ impl Transcript {
         self.0.insert(i, (dir.to_owned(), text.to_owned()));
         self
     }
+    /// The text of the line at `i` with `from` replaced (for what a `Value` cannot hold).
+    fn replace_text(mut self, i: usize, from: &str, to: &str) -> Transcript {
+        assert!(self.0[i].1.contains(from), "{}", self.0[i].1);
+        self.0[i].1 = self.0[i].1.replace(from, to);
+        self
+    }
     fn remove(mut self, i: usize) -> Transcript {
         self.0.remove(i);
         self
@@ -172,6 +178,13 @@ fn corpus() -> Vec<(&'static str, Transcript, Vec<&'static str>)> {
             .insert(5, "a2c", r#"{"jsonrpc":"2.0","id":60,"result":{}}"#), vec!["acp/capability-not-negotiated"]),
         ("a protocol version without a schema here", g().edit(1, |m| m["result"]["protocolVersion"] = json!(3)), vec!["acp/unchecked-version"]),
         ("v1 messages after negotiating the v2 draft", g().edit(1, |m| m["result"]["protocolVersion"] = json!(2)), vec!["acp/schema"]),
+        // Both members: JSON-RPC allows exactly one (the error wins for the checks that follow).
+        ("a response with both result and error", g().edit(26, |m| m["error"] = json!({"code": -32603, "message": "x"})), vec!["rpc/result-and-error"]),
+        // What JavaScript and Python peers send and read, and `acptap import` reads: checked as
+        // read, with a warning (it was `rpc/not-json`, or on the agent's side stdout noise).
+        ("a lone surrogate escape", g().insert(6, "a2c", &update("agent_message_chunk").replace(r#""text":"x""#, r#""text":"\ud800""#)), vec!["rpc/lenient-json"]),
+        ("NaN from a Python peer", g().insert(6, "a2c", &update("agent_message_chunk").replace(r#""text":"x""#, r#""text":"x","score":NaN"#)), vec!["rpc/lenient-json"]),
+        ("a lone surrogate in a broken response", g().edit(26, |m| m["result"]["stopReason"] = json!("SURROGATE")).replace_text(26, "\"SURROGATE\"", r#""\udc00""#), vec!["rpc/lenient-json", "acp/schema"]),
         ("an extension notification is fine", g().insert(6, "a2c", r#"{"jsonrpc":"2.0","method":"_acme/progress","params":{"any":"thing"}}"#), vec!["acp/tool-call-unannounced"]),
     ]
 }

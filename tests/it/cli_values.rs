@@ -120,6 +120,80 @@ fn hostile_values_are_refused_with_a_clear_error() {
     assert_eq!(sb.count("SELECT count(*) FROM connections"), 1);
 }
 
+/// A glob from the command line or a policy file: bounded in length and compiled without a panic
+/// (131,000 `*` made `acptap search` exit 101); the error shows a cut prefix, the limit, the fix.
+#[test]
+fn a_glob_too_long_or_too_complex_is_one_short_error() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let long = "*".repeat(131_000);
+    let nested = format!("{}{}", "{a,".repeat(1000), "}".repeat(1000));
+    let policy = sb.path("policy.toml");
+    std::fs::write(
+        &policy,
+        format!("version = 1\n[[rule]]\nid = \"r\"\ndecision = \"deny\"\nkind = \"edit\"\npaths = [\"/p/{long}\"]\n"),
+    )
+    .unwrap();
+    let request = sb.path("request.json");
+    std::fs::write(
+        &request,
+        r#"{"sessionId": "s", "toolCall": {"toolCallId": "t", "kind": "edit", "locations": [{"path": "/p/a"}]}, "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]}"#,
+    )
+    .unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["search", "--path", &long], "at most 4096"),
+        (vec!["search", "--path", &nested], "too complex"),
+        (vec!["search", "--path", "[unclosed"], "not a glob"),
+        (
+            vec![
+                "policy",
+                "check",
+                "--policy",
+                policy.to_str().unwrap(),
+                "--request",
+                request.to_str().unwrap(),
+            ],
+            "at most 4096",
+        ),
+    ];
+    for (args, needle) in &cases {
+        let (code, stderr) = run(&sb, args);
+        let shown = &stderr[..stderr.len().min(500)];
+        assert_eq!(code, Some(2), "{shown}");
+        assert!(stderr.contains(needle), "{shown}");
+        assert_eq!(stderr.lines().count(), 1, "{shown}");
+        assert!(stderr.len() < 300, "the error echoes its input: {shown}");
+    }
+    // A word of an agent's command that bash would expand, too deeply nested for a regex: the
+    // policy takes it as written and decides (globset panicked in the middle of the decision).
+    let nested_word = format!("/p/x*{}{}", "{a,".repeat(300), "}".repeat(300));
+    std::fs::write(
+        &request,
+        serde_json::json!({"sessionId": "s", "toolCall": {"toolCallId": "t", "kind": "execute", "rawInput": {"command": ["cat", nested_word]}}, "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]}).to_string(),
+    )
+    .unwrap();
+    let allow = sb.path("allow.toml");
+    std::fs::write(
+        &allow,
+        "version = 1\n[[rule]]\nid = \"cat\"\ndecision = \"allow\"\nkind = \"execute\"\ncommand = [\"cat\"]\n",
+    )
+    .unwrap();
+    let (code, stderr) = run(
+        &sb,
+        &[
+            "policy",
+            "check",
+            "--policy",
+            allow.to_str().unwrap(),
+            "--request",
+            request.to_str().unwrap(),
+            "--cwd",
+            "/p",
+        ],
+    );
+    assert_eq!(code, Some(0), "{}", &stderr[..stderr.len().min(500)]);
+}
+
 #[test]
 fn prune_lists_with_dry_run_asks_for_yes_and_never_deletes_a_recent_one() {
     let sb = Sandbox::new();

@@ -319,6 +319,11 @@ fn bad_input_gets_an_mcp_error_and_the_server_goes_on() {
         json!({"tool": "search", "arguments": {"text": "hello"}}),
         json!({"tool": "check_session", "arguments": {"session": "last", "offset": 1_000_000}}),
         json!({"tool": "session_timeline", "arguments": {"session": "last", "turns": 1}}),
+        // A glob too long (globset panicked on it, and the error echoed all of it), one too
+        // complex: an error naming a cut prefix.
+        json!({"tool": "list_tool_calls", "arguments": {"path": "*".repeat(131_000)}}),
+        json!({"tool": "list_tool_calls", "arguments": {"path": format!("{}{}", "{a,".repeat(1000), "}".repeat(1000))}}),
+        json!({"tool": "list_sessions", "arguments": {}}),
     ];
     let report = client(&sb, &calls);
     let results = report["results"].as_array().unwrap();
@@ -379,4 +384,11 @@ fn bad_input_gets_an_mcp_error_and_the_server_goes_on() {
     // Still serving after all that.
     let last = answer(&report, 19);
     assert_eq!(last["total_turns"], 1);
+    tool_error(20, "at most 4096");
+    tool_error(21, "too complex");
+    for n in [20, 21] {
+        let text = results[n]["text"].as_str().unwrap();
+        assert!(text.len() < 300, "call {n} echoes its input: {text}");
+    }
+    assert_eq!(answer(&report, 22)["total"], 1);
 }

@@ -330,6 +330,64 @@ fn a_recorded_cancel_is_not_waited_for() {
 }
 
 /// Records `acptap demo` into the sandbox's database; returns its session id.
+/// A replay whose live agent dies (at once, or after its session is made) is a replay from its
+/// first row: `last` still names the original, and the next `replay last` compares against it
+/// (the broken run's connection had no `replay_of`, and became `last`).
+#[test]
+fn a_replay_whose_agent_dies_is_still_a_replay_and_never_last() {
+    let sb = Sandbox::new();
+    let session = record_demo(&sb);
+    let dies_after_its_session = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1}}), flush=True)
+    elif m.get("method") == "session/new":
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"sessionId": "broken"}}), flush=True)
+    else:
+        sys.exit(3)
+"#;
+    let agents: [&[&OsStr]; 2] = [
+        &[OsStr::new("false")],
+        &[
+            OsStr::new("python3"),
+            OsStr::new("-c"),
+            OsStr::new(dies_after_its_session),
+        ],
+    ];
+    for agent in agents {
+        let broken = replay_as_client(&sb, "last", agent);
+        assert_eq!(
+            broken.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&broken.stderr)
+        );
+    }
+    assert_eq!(
+        sb.count("SELECT count(*) FROM connections WHERE id > 1 AND replay_of IS NOT 1"),
+        0
+    );
+    assert_eq!(
+        sb.count("SELECT count(*) FROM sessions WHERE session_id = 'broken'"),
+        1
+    );
+    let acptap = acptap_bin();
+    let again = replay_as_client(&sb, "last", &[acptap.as_os_str(), OsStr::new("demo-agent")]);
+    let report = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{report}\n{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(
+        report.contains(&format!("recorded: session {session} (connection 1)")),
+        "{report}"
+    );
+}
+
 fn record_demo(sb: &Sandbox) -> String {
     let demo = Command::new(acptap_bin())
         .args(["demo", "--db"])
@@ -827,6 +885,114 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
     assert_eq!(answers[1]["answer"]["error"]["code"], -32002);
     assert!(answers[2]["answer"].get("error").is_some(), "{answers:?}");
     assert!(stderr.contains("answered from the real file"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(live.join("new.txt")).unwrap(),
+        "written"
+    );
+}
+
+/// `--fs real` touches regular files with one name only, and reads what is asked: a write through
+/// a hard link to a file outside the cwd is refused (it went through), a named pipe in the cwd
+/// is refused at once for a read and a write (the replay hung for ever reading it), a 3 GB
+/// sparse file read with `limit: 1` answers its first line (it was read whole), and a read with
+/// no limit stops at 64 MiB with an error that says to ask for fewer lines.
+#[test]
+fn replay_as_client_real_fs_refuses_hard_links_and_pipes_and_reads_only_what_is_asked() {
+    let sb = Sandbox::new();
+    let agent = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/replay/fs_agent.py");
+    let live = sb.path("live");
+    std::fs::create_dir_all(&live).unwrap();
+    let transcript = [
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": live, "mcpServers": []}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "fs-session"}}),
+        ),
+        (
+            "c2a",
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "fs-session", "prompt": [{"type": "text", "text": "go"}]}}),
+        ),
+        (
+            "a2c",
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
+        ),
+    ];
+    crate::util::import_lines(&sb, &transcript);
+
+    let outside = sb.path("outside.txt");
+    std::fs::write(&outside, "outside\n").unwrap();
+    std::fs::hard_link(&outside, live.join("hard.txt")).unwrap();
+    let status = Command::new("mkfifo")
+        .arg(live.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let sparse = live.join("sparse.txt");
+    std::fs::write(&sparse, "first\nsecond\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&sparse)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    let requests = serde_json::json!([
+        ["fs/read_text_file", "pipe", {}],
+        ["fs/write_text_file", "pipe", {"content": "x"}],
+        ["fs/write_text_file", "hard.txt", {"content": "overwritten"}],
+        ["fs/read_text_file", "sparse.txt", {"limit": 1}],
+        ["fs/read_text_file", "sparse.txt", {"line": 2, "limit": 1}],
+        ["fs/read_text_file", "sparse.txt", {}],
+        ["fs/write_text_file", "new.txt", {"content": "written"}],
+    ]);
+    let log = sb.path("answers.jsonl");
+    let child = Command::new(acptap_bin())
+        .args([
+            "replay", "last", "--as", "client", "--fs", "real", "--grace", "2s", "--",
+        ])
+        .args(["python3", agent])
+        .env("ACPTAP_DB", sb.db())
+        .env("FS_AGENT_LOG", &log)
+        .env("FS_AGENT_REQUESTS", requests.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Generous: only a hang (on the pipe) or a whole read of 3 GB can take this long.
+    let output = finish(child, Duration::from_secs(120));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let answers: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["answer"].clone())
+        .collect();
+    assert_eq!(answers.len(), 7, "{stderr}");
+    let error = |n: usize, needle: &str| {
+        let message = answers[n]["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(needle), "answer {n}: {}", answers[n]);
+    };
+    error(0, "a named pipe, refused");
+    error(1, "a named pipe, refused");
+    error(2, "2 hard links, refused");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "outside\n");
+    assert_eq!(answers[3]["result"]["content"], "first\n", "{}", answers[3]);
+    assert_eq!(
+        answers[4]["result"]["content"], "second\n",
+        "{}",
+        answers[4]
+    );
+    error(5, "more than 64 MiB");
+    assert!(answers[6].get("result").is_some(), "{}", answers[6]);
     assert_eq!(
         std::fs::read_to_string(live.join("new.txt")).unwrap(),
         "written"

@@ -457,7 +457,13 @@ fn recorded_markup_is_text_on_every_page() {
         step(
             "bidi",
             "[...document.querySelectorAll('#session-rows tr a')].map(a => a.textContent).find(t => t.endsWith('gnp.exe'))",
-            "",
+            "[...document.querySelectorAll('#session-rows tr a')].find(a => a.textContent.endsWith('gnp.exe')).click()",
+        ),
+        // The page header names the open session: the same ⟨U+202E⟩ there.
+        step(
+            "bidi header",
+            "document.querySelector('#where')?.textContent.endsWith('gnp.exe') && document.querySelector('#where').textContent",
+            "location.hash = '#/'",
         ),
         step(
             "listed",
@@ -515,6 +521,11 @@ fn recorded_markup_is_text_on_every_page() {
     ];
     let steps = drive(&sb, &url, steps, |_| {});
     assert_eq!(value(&steps, "bidi"), "⟨U+202E⟩gnp.exe", "{steps:?}");
+    assert_eq!(
+        value(&steps, "bidi header"),
+        " › ⟨U+202E⟩gnp.exe",
+        "{steps:?}"
+    );
     assert_eq!(value(&steps, "listed"), sid, "{steps:?}");
     assert_eq!(value(&steps, "prompt"), payload, "{steps:?}");
     assert_eq!(value(&steps, "agent text"), payload, "{steps:?}");
@@ -822,6 +833,46 @@ fn downloads_are_the_exports_and_bad_requests_are_refused() {
 
 /// Every page listening to `/api/events` waits on one look at the database; past 64 at once a
 /// page is told to close some (503), and a page that goes frees its place.
+/// A connection whose request headers never end (a request line cut short, or nothing at all)
+/// is closed after the header read timeout (10 s; it was held open for ever), while the server
+/// answers others meanwhile and after.
+#[test]
+fn a_connection_that_never_finishes_its_headers_is_closed() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let ui = start(&sb);
+    let at = format!("127.0.0.1:{}", ui.port);
+    let page = || {
+        request(
+            &at,
+            &format!(
+                "GET /?token={} HTTP/1.1\r\nHost: {at}\r\nConnection: close\r\n\r\n",
+                ui.token
+            ),
+        )
+        .0
+    };
+    let mut cut_short = TcpStream::connect(&at).unwrap();
+    cut_short.write_all(b"GET /api/sessions HT").unwrap();
+    let silent = TcpStream::connect(&at).unwrap();
+    assert_eq!(page(), 200, "served while another connection stalls");
+    // Generous: only a connection held open for ever takes this long.
+    for (name, mut stream) in [("cut short", cut_short), ("silent", silent)] {
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        let mut rest = Vec::new();
+        match stream.read_to_end(&mut rest) {
+            Ok(_) => {}
+            Err(e) => assert!(
+                e.kind() == std::io::ErrorKind::ConnectionReset,
+                "{name}: still open after 60 s ({e})"
+            ),
+        }
+    }
+    assert_eq!(page(), 200, "served after");
+}
+
 #[test]
 fn event_streams_are_capped_and_freed() {
     let sb = Sandbox::new();

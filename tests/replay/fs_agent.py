@@ -2,6 +2,8 @@
 fs/read_text_file (in its session's cwd: notes.txt lines 2-3, missing.txt; and /etc/hostname,
 outside it) and writes to new.txt and link.txt (a symlink the test may plant), reads
 ../secret.txt, then tells what it got as agent text, and ends the turn.
+$FS_AGENT_REQUESTS, when set, replaces those requests: a JSON list of [method, path relative to
+the cwd, more params].
 Every answer it receives is also appended, as a JSON line, to $FS_AGENT_LOG."""
 import json, os, sys
 
@@ -37,6 +39,12 @@ for line in sys.stdin:
     elif method == "session/new":
         cwd = message["params"]["cwd"]
         send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "fs-session"}})
+    elif method == "session/prompt" and os.environ.get("FS_AGENT_REQUESTS"):
+        answers = [
+            ask(m, {"sessionId": "fs-session", "path": os.path.join(cwd, path), **more})
+            for m, path, more in json.loads(os.environ["FS_AGENT_REQUESTS"])
+        ]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
     elif method == "session/prompt":
         answers = [
             ask("fs/read_text_file", {"sessionId": "fs-session", "path": os.path.join(cwd, "notes.txt"), "line": 2, "limit": 2}),

@@ -9,7 +9,7 @@ use crate::record::Reader;
 use crate::record::queries;
 
 use super::super::config::Config;
-use super::super::{CheckArgs, DiffArgs, print, write_private};
+use super::super::{CheckArgs, DiffArgs, json_text, print, write_private};
 
 /// The lines of one conversation, as owned bytes with their direction (stderr left out).
 type Lines = Vec<(i64, Direction, Vec<u8>)>;
@@ -98,7 +98,7 @@ pub(in crate::cli) fn check(args: CheckArgs, config: &Config) -> anyhow::Result<
     if args.json {
         print(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&serde_json::json!({
+            json_text(&serde_json::json!({
                 "fail_on": args.fail_on,
                 "results": results,
             }))?
@@ -169,6 +169,7 @@ fn shape_of(
                 cwd: None,
                 pid: None,
                 started_at: 0,
+                replay_of: None,
             },
             &crate::record::redact::Redactor::default_only(),
         )?;
@@ -201,7 +202,7 @@ pub(in crate::cli) fn diff(args: DiffArgs, _config: &Config) -> anyhow::Result<i
     if args.json {
         print(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&serde_json::json!({
+            json_text(&serde_json::json!({
                 "a": a.session_id,
                 "b": b.session_id,
                 "same": differences.is_empty(),

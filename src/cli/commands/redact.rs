@@ -29,7 +29,8 @@ struct Removed {
 fn preview(secret: &[u8]) -> String {
     let text = String::from_utf8_lossy(secret);
     let head: String = text.chars().take(4).collect();
-    crate::inspect::terminal_safe(&format!("{head}… ({} bytes)", secret.len())).into_owned()
+    crate::inspect::terminal_line(&format!("{head}… ({} bytes)", secret.len()), usize::MAX)
+        .into_owned()
 }
 
 /// The lines to check: (number, direction, bytes).

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::export::live::{LiveExport, LiveStats};
+use crate::export::otlp::Endpoint;
 use crate::export::spans::SpanOptions;
 use crate::proxy;
 use crate::proxy::RunOptions;
@@ -14,24 +15,41 @@ use super::super::config::Config;
 /// When the agent has gone, how long the collector may take to receive the last spans.
 const OTLP_FINISH_PATIENCE: Duration = Duration::from_secs(3);
 
-/// Says on stderr what the live export could not send, and how to send it now.
-fn report_lost_spans(stats: &LiveStats, url: &str, db: &std::path::Path) {
+/// Says on stderr what the live export could not send, and how to send it now. Every line
+/// goes through the endpoint's mask: the URL's credentials are never shown.
+fn report_lost_spans(stats: &LiveStats, endpoint: &Endpoint, db: &std::path::Path) {
     if stats.lost == 0 {
         return;
     }
+    let url = endpoint.shown();
     let why = stats
         .last_error
         .as_deref()
         .unwrap_or("the collector did not answer in time");
     eprintln!(
-        "acptap: {} of {} span(s) were not sent to {url} ({why}); the recording has them all",
-        stats.lost, stats.spans
+        "{}",
+        endpoint.mask(&format!(
+            "acptap: {} of {} span(s) were not sent to {url} ({why}); the recording has them all",
+            stats.lost, stats.spans
+        ))
     );
     for session in &stats.sessions {
         eprintln!(
-            "acptap: send them with: acptap export --db {} {} --format otlp --endpoint {url}",
-            shell_word(&db.to_string_lossy()),
-            shell_word(&crate::inspect::terminal_safe(session)),
+            "{}",
+            endpoint.mask(&format!(
+                "acptap: send them with: acptap export --db {} {} --format otlp --endpoint {}",
+                shell_word(&db.to_string_lossy()),
+                shell_word(&crate::inspect::terminal_line(
+                    session,
+                    crate::inspect::NAME_BYTES
+                )),
+                shell_word(&url),
+            ))
+        );
+    }
+    if url != endpoint.url {
+        eprintln!(
+            "acptap: in that command, put the endpoint's credentials back where it shows ***"
         );
     }
 }
@@ -121,6 +139,7 @@ pub(in crate::cli) fn run(args: RunArgs, config: &Config) -> anyhow::Result<i32>
             shadow: args.shadow,
             redactor,
             recorded_as: live.is_some().then_some(recorded_as),
+            replay_of: None,
         },
         proxy::ClientStreams::stdio()?,
     )?;
@@ -133,7 +152,7 @@ pub(in crate::cli) fn run(args: RunArgs, config: &Config) -> anyhow::Result<i32>
         // The client has had every byte; it sees the end of our stdout now, not after the wait
         // for the collector.
         release_stdout();
-        report_lost_spans(&live.finish(OTLP_FINISH_PATIENCE), &endpoint.shown(), db);
+        report_lost_spans(&live.finish(OTLP_FINISH_PATIENCE), &endpoint, db);
     }
     Ok(outcome.exit_code)
 }

@@ -43,7 +43,7 @@ pub(in crate::cli) fn export(args: ExportArgs, config: &Config) -> anyhow::Resul
                 .unwrap_or_default();
             eprintln!(
                 "acptap: sent {sent} span(s) of session {} to {} (trace {trace})",
-                crate::inspect::terminal_safe(&session.session_id),
+                crate::inspect::terminal_line(&session.session_id, crate::inspect::NAME_BYTES),
                 endpoint.shown()
             );
             return Ok(0);
@@ -95,14 +95,18 @@ pub(in crate::cli) fn import(args: ImportArgs, config: &Config) -> anyhow::Resul
             cwd: None,
             pid: None,
             started_at,
+            replay_of: None,
         },
         &redactor,
     )?;
     drop(store);
+    // The session ids the file announced: untrusted, so made safe (and cut) for the terminal.
     let sessions: Vec<String> = queries::list_sessions(&Reader::open(&path)?, usize::MAX >> 1)?
         .into_iter()
         .filter(|s| s.connection_id == connection_id)
-        .map(|s| s.session_id)
+        .map(|s| {
+            crate::inspect::terminal_line(&s.session_id, crate::inspect::NAME_BYTES).into_owned()
+        })
         .collect();
     print(&format!(
         "imported {} lines as connection {connection_id}; sessions: {}\n",

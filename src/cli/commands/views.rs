@@ -14,7 +14,7 @@ use crate::record::queries::ToolFilter;
 use super::super::config::Config;
 use super::super::{
     ColorArg, ReportArgs, SearchArgs, SessionsArgs, ShowArgs, StatsArgs, TailArgs, ToolsArgs,
-    config, microseconds_before_now, print, print_json, write_private,
+    config, json_text, microseconds_before_now, print, print_json, write_private,
 };
 
 /// `acptap sessions`.
@@ -50,12 +50,12 @@ pub(in crate::cli) fn show(args: ShowArgs, _config: &Config) -> anyhow::Result<i
         let indented = |value: String, by: &str| value.replace('\n', &format!("\n{by}"));
         write(&format!(
             "{{\n  \"session\": {},\n  \"total_turns\": {},\n  \"turns\": [",
-            indented(serde_json::to_string_pretty(&head.session)?, "  "),
+            indented(json_text(&head.session)?, "  "),
             head.total_turns
         ));
         let mut first = true;
         show::for_each_turn(&reader, &session, 0..usize::MAX, |turn| {
-            let text = serde_json::to_string_pretty(&turn).unwrap_or_default();
+            let text = json_text(&turn).unwrap_or_default();
             write(if first { "\n    " } else { ",\n    " });
             write(&indented(text, "    "));
             first = false;
@@ -104,7 +104,7 @@ pub(in crate::cli) fn report(args: ReportArgs, _config: &Config) -> anyhow::Resu
         eprintln!(
             "acptap: --turns {}-: session {} has {total} turn(s); give a range from 1 to {total}",
             args.turns.start + 1,
-            inspect::terminal_safe(&session.session_id)
+            inspect::terminal_line(&session.session_id, inspect::NAME_BYTES)
         );
         return Ok(2);
     }
@@ -159,7 +159,9 @@ pub(in crate::cli) fn tail(args: TailArgs, config: &Config) -> anyhow::Result<i3
         let mut text = String::new();
         for event in cursor.poll(&reader)? {
             if args.json {
-                text.push_str(&serde_json::to_string(&event)?);
+                text.push_str(&crate::terminal::json_terminal_safe(serde_json::to_string(
+                    &event,
+                )?));
             } else {
                 text.push_str(&crate::inspect::tail::render(&event, color));
             }
@@ -205,9 +207,8 @@ pub(in crate::cli) fn search(args: SearchArgs, _config: &Config) -> anyhow::Resu
         .path
         .as_deref()
         .map(|glob| {
-            globset::Glob::new(glob)
-                .map(|g| g.compile_matcher())
-                .map_err(|e| anyhow::anyhow!("--path `{glob}` is not a glob: {e}"))
+            crate::policy::paths::glob_set(&[glob], Default::default())
+                .map_err(|e| anyhow::anyhow!("--path: {e}"))
         })
         .transpose()?;
     if args.text.is_some() && args.db.path()?.exists() {
@@ -246,7 +247,7 @@ pub(in crate::cli) fn search(args: SearchArgs, _config: &Config) -> anyhow::Resu
     for hit in &hits {
         out.push_str(&format!(
             "{}  connection {}  started {}{}\n",
-            inspect::terminal_safe(&hit.session_id),
+            inspect::terminal_line(&hit.session_id, inspect::NAME_BYTES),
             hit.connection_id,
             inspect::format_time(hit.started_at),
             match (hit.lines, hit.first_seq) {
@@ -258,10 +259,10 @@ pub(in crate::cli) fn search(args: SearchArgs, _config: &Config) -> anyhow::Resu
         for call in &hit.tool_calls {
             out.push_str(&format!(
                 "  {:<10} {:<12} {}  ({})\n",
-                inspect::terminal_safe(call.kind.as_deref().unwrap_or("-")),
-                inspect::terminal_safe(call.status.as_deref().unwrap_or("-")),
-                inspect::terminal_safe(call.title.as_deref().unwrap_or("")),
-                inspect::terminal_safe(&call.tool_call_id),
+                inspect::terminal_line(call.kind.as_deref().unwrap_or("-"), inspect::NAME_BYTES),
+                inspect::terminal_line(call.status.as_deref().unwrap_or("-"), inspect::NAME_BYTES),
+                inspect::terminal_line(call.title.as_deref().unwrap_or(""), inspect::VALUE_BYTES),
+                inspect::terminal_line(&call.tool_call_id, inspect::NAME_BYTES),
             ));
         }
     }

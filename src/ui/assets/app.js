@@ -1,5 +1,6 @@
 // acptap ui. Every recorded string goes into the page as a text node (`el` below), never as
-// HTML: there is no innerHTML in this file.
+// HTML: there is no innerHTML in this file. Text set without `el` (`textContent`) goes through
+// `visible` as `el` does, so bidi controls show as ⟨U+202E⟩ everywhere.
 
 const $ = (id) => document.getElementById(id);
 
@@ -118,7 +119,8 @@ class VirtualList {
       }
       this.render();
     } catch (error) {
-      if (generation === this.generation) $("f-count").textContent = String(error.message);
+      // The server's error may quote a recorded id.
+      if (generation === this.generation) $("f-count").textContent = visible(String(error.message));
     } finally {
       this.loading.delete(page);
       // Tests (and assistive technology) wait for this: every page asked for has arrived.
@@ -268,7 +270,7 @@ async function loadHead(first) {
   current.lines = head.lines;
   current.state = s.state;
   if (!changed && !first) return false;
-  $("where").textContent = ` › ${s.session_id}`;
+  $("where").textContent = visible(` › ${s.session_id}`);
   const pair = (name, value) => [el("dt", {}, name), el("dd", {}, value)];
   $("session-head").replaceChildren(
     ...pair("session", s.session_id),
