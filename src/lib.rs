@@ -58,7 +58,10 @@ mod layering {
         ("record", &["protocol", "terminal"]),
         ("proxy", &["policy", "protocol", "record"]),
         ("inspect", &["record", "protocol", "terminal"]),
-        ("replay", &["policy", "protocol", "proxy", "record", "terminal"]),
+        (
+            "replay",
+            &["policy", "protocol", "proxy", "record", "terminal"],
+        ),
         ("demo", &["inspect", "proxy", "record"]),
         ("bench", &["record", "protocol"]),
         ("bench_read", &["record", "protocol"]),
