@@ -54,7 +54,32 @@ pub const STARTUP_NAMES: &[&str] = &[
     ".tmux.conf",
     ".curlrc",
     ".wgetrc",
+    ".bash_completion",
+    ".rprofile",
+    ".pryrc",
+    ".irbrc",
+    ".gdbinit",
+    ".lldbinit",
+    ".bazelrc",
+    "bunfig.toml",
+    ".nvim.lua",
+    ".dir-locals.el",
+    "sitecustomize.py",
+    "usercustomize.py",
+    // Hook managers' and agents' project configuration: commands run on the next commit or
+    // the next agent session.
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    "lefthook.yaml",
+    ".lefthook.yml",
+    ".lefthook.yaml",
+    "lefthook-local.yml",
+    ".mcp.json",
 ];
+
+/// File name endings that run as code wherever they are (Python runs a `.pth` file's import
+/// lines at every start of the interpreter whose site-packages holds it).
+const STARTUP_SUFFIXES: &[&str] = &[".pth"];
 
 /// Directories under the home directory whose files run as code or configure tools (XDG
 /// config, programs on PATH, cargo's and ssh's configuration, rc.d directories).
@@ -100,6 +125,8 @@ pub const CONFIG_DIRS_ANYWHERE: &[&str] = &[
     ".kimi",
     ".vibe",
     ".pi",
+    ".helix",
+    ".github",
 ];
 
 /// Version-control directories other than git's: their configuration runs hooks too.
@@ -239,6 +266,7 @@ impl Guards<'_> {
                 ));
             }
             if STARTUP_NAMES.contains(&name.as_str())
+                || STARTUP_SUFFIXES.iter().any(|s| name.ends_with(s))
                 || lower
                     .components()
                     .any(|c| CONFIG_DIRS_ANYWHERE.contains(&&*c.as_os_str().to_string_lossy()))

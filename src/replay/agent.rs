@@ -118,6 +118,9 @@ struct Replayer<W> {
     sessions: HashMap<String, String>,
     /// What may be sent to the live client (it knows the sessions' cwds).
     gate: Gate,
+    /// Recorded `session/new` id -> its entry in the gate's cwds, until its answer names the
+    /// session.
+    opening: HashMap<String, usize>,
     /// Recorded terminal id -> the live client's id for the same terminal.
     terminals: HashMap<String, String>,
     /// The requests the replay sent, by id: their method and params (to compare the answers).
@@ -247,22 +250,12 @@ impl<W: Write> Replayer<W> {
     fn expect(&mut self, recorded: &ScriptLine) -> anyhow::Result<()> {
         let expected = describe(recorded);
         if recorded.message.kind == MessageKind::Response
-            && let Some(method) = recorded
+            && recorded
                 .message
                 .id
                 .as_ref()
-                .and_then(|id| self.not_sent.get(id))
+                .is_some_and(|id| self.not_sent.contains_key(id))
         {
-            // A terminal that was not created: what the agent then asks about it is held too.
-            if method == "terminal/create"
-                && let Some(terminal) = recorded
-                    .message
-                    .result()
-                    .and_then(|r| r.get("terminalId"))
-                    .and_then(Value::as_str)
-            {
-                self.gate.held_terminals.insert(terminal.to_owned());
-            }
             return Ok(());
         }
         loop {
@@ -302,6 +295,19 @@ impl<W: Write> Replayer<W> {
                             (cwd(&recorded.message), cwd(&live))
                         {
                             self.gate.cwds.push((recorded_cwd, live_cwd));
+                            // The session the cwd is for: named by session/load, or by the
+                            // recorded answer to session/new when it is sent.
+                            let at = self.gate.cwds.len() - 1;
+                            match recorded.message.session_id() {
+                                Some(session) => {
+                                    self.gate.sessions.insert(session.to_owned(), at);
+                                }
+                                None => {
+                                    if let Some(id) = &recorded.message.id {
+                                        self.opening.insert(id.clone(), at);
+                                    }
+                                }
+                            }
                         }
                     }
                     return Ok(());
@@ -338,23 +344,29 @@ impl<W: Write> Replayer<W> {
         let Some((method, params)) = self.sent.get(id).cloned() else {
             return Ok(());
         };
-        if self.cancelled() {
-            // Answers to a cancelled turn's requests differ by design (`cancelled`).
-            return Ok(());
-        }
         if method == "terminal/create" {
+            // The terminal the replay had created: the recorded agent may ask about it, by the
+            // live client's id.
             let terminal = |m: &Message| {
                 m.result()
                     .and_then(|r| r.get("terminalId"))
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             };
-            if let (Some(recorded_terminal), Some(live_terminal)) =
-                (terminal(&recorded.message), terminal(live))
-                && recorded_terminal != live_terminal
-            {
-                self.terminals.insert(recorded_terminal, live_terminal);
+            if let Some(recorded_terminal) = terminal(&recorded.message) {
+                self.gate
+                    .created_terminals
+                    .insert(recorded_terminal.clone());
+                if let Some(live_terminal) = terminal(live)
+                    && recorded_terminal != live_terminal
+                {
+                    self.terminals.insert(recorded_terminal, live_terminal);
+                }
             }
+        }
+        if self.cancelled() {
+            // Answers to a cancelled turn's requests differ by design (`cancelled`).
+            return Ok(());
         }
         let null = Value::Null;
         let recorded_shape = answer_shape(
@@ -373,6 +385,16 @@ impl<W: Write> Replayer<W> {
     }
 
     fn emit(&mut self, recorded: &ScriptLine) -> anyhow::Result<()> {
+        if recorded.message.kind == MessageKind::Response
+            && let Some(at) = recorded
+                .message
+                .id
+                .as_ref()
+                .and_then(|id| self.opening.remove(id))
+            && let Some(session) = recorded.message.session_id()
+        {
+            self.gate.sessions.insert(session.to_owned(), at);
+        }
         let judged = self.gate.judge(&recorded.raw);
         for held in judged.held {
             let what = format!(
@@ -490,6 +512,7 @@ pub fn replay_as_agent(
         sessions: HashMap::new(),
         gate: Gate::new(allow),
         terminals: HashMap::new(),
+        opening: HashMap::new(),
         sent: HashMap::new(),
         not_sent: HashMap::new(),
         report: AgentReplayReport::default(),

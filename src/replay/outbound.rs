@@ -26,7 +26,7 @@
 //!     recorded cwd, and is moved to the live one;
 //! - a response (no `method`) is sent as recorded: a client acts on requests only.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -69,16 +69,50 @@ pub struct Judged {
     pub notices: Vec<String>,
 }
 
+/// Directories where code is installed and later run (a file written there runs as a program
+/// or a module): never written by a replay, beyond the policy's guards.
+const INSTALLED_CODE_DIRS: &[&str] = &[
+    ".venv",
+    "venv",
+    "node_modules",
+    "site-packages",
+    "dist-packages",
+    ".tox",
+    ".nox",
+];
+
+/// System directories whose files run as code or configure every shell and service: never
+/// written by a replay, even for a live session whose cwd is `/`. Compared in lower case.
+const SYSTEM_STARTUP_DIRS: &[&str] = &[
+    "/etc",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/boot",
+    "/var/spool",
+    "/private/etc",
+    "/system",
+    "/library",
+];
+
 /// The gate, with what it knows of the live sessions.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Gate {
     /// (recorded cwd, live cwd) of each session the live client opened.
     pub cwds: Vec<(String, String)>,
+    /// Recorded session id -> its entry in `cwds`: a line that names its session is judged
+    /// against that session's cwd only.
+    pub sessions: HashMap<String, usize>,
     pub allow: Allowances,
     /// The live user's home (for the guards on startup files).
     pub home: Option<PathBuf>,
-    /// Recorded terminal ids whose `terminal/create` was not sent.
-    pub held_terminals: HashSet<String>,
+    /// Recorded terminal ids whose `terminal/create` was sent: the only terminals a replay
+    /// asks about.
+    pub created_terminals: HashSet<String>,
 }
 
 impl Gate {
@@ -153,6 +187,21 @@ impl Gate {
     /// Judges one message (a line, or an element of a batch), moving its paths in place;
     /// `Ok(true)` when something was moved.
     fn judge_message(&self, message: &mut Value, judged: &mut Judged) -> Result<bool, Held> {
+        // A line that names an open session is judged against that session's cwd alone.
+        let session = message
+            .pointer("/params/sessionId")
+            .and_then(Value::as_str)
+            .and_then(|s| self.sessions.get(s));
+        if let Some(&at) = session
+            && self.cwds.len() > 1
+        {
+            let scoped = Gate {
+                cwds: vec![self.cwds[at].clone()],
+                sessions: HashMap::new(),
+                ..self.clone()
+            };
+            return scoped.judge_message(message, judged);
+        }
         let Some(object) = message.as_object_mut() else {
             // Not a message: a client ignores it (or answers an error).
             return Ok(false);
@@ -272,6 +321,18 @@ impl Gate {
     /// a terminal the replay did not create is not asked about.
     fn judge_command(&self, method: &str, object: &mut Map<String, Value>) -> Result<bool, String> {
         let params = object.get_mut("params");
+        if method.starts_with("terminal/") && method != "terminal/create" {
+            let terminal = params
+                .as_ref()
+                .and_then(|p| p.get("terminalId"))
+                .and_then(Value::as_str);
+            if !terminal.is_some_and(|t| self.created_terminals.contains(t)) {
+                return Err(format!(
+                    "it names terminal {}, which this replay did not create",
+                    shown(terminal.unwrap_or("(none)"))
+                ));
+            }
+        }
         if method != "terminal/create" {
             // No other method of these has a cwd; one that names it anyway is held to it.
             if let Some(cwd) = params.as_ref().and_then(|p| p.get("cwd")) {
@@ -282,17 +343,6 @@ impl Gate {
                     return Ok(true);
                 }
                 return Ok(false);
-            }
-            let terminal = params
-                .as_ref()
-                .and_then(|p| p.get("terminalId"))
-                .and_then(Value::as_str);
-            if let Some(terminal) = terminal
-                && self.held_terminals.contains(terminal)
-            {
-                return Err(format!(
-                    "terminal {terminal} was not created by this replay"
-                ));
             }
             return Ok(false);
         }
@@ -394,10 +444,13 @@ impl Gate {
             ));
         }
         for (recorded, live) in &self.cwds {
-            if clean == *recorded {
-                return Ok(Some(live.clone()).filter(|l| l != path));
+            // `/` is written as the empty prefix, so that `/` + rest stays one slash.
+            let (recorded, live) = (recorded.trim_end_matches('/'), live.trim_end_matches('/'));
+            if clean == recorded || (recorded.is_empty() && clean == "/") {
+                let live = if live.is_empty() { "/" } else { live };
+                return Ok((live != path).then(|| live.to_owned()));
             }
-            if let Some(rest) = clean.strip_prefix(recorded.as_str())
+            if let Some(rest) = clean.strip_prefix(recorded)
                 && rest.starts_with('/')
             {
                 let moved = format!("{live}{rest}");
@@ -409,18 +462,57 @@ impl Gate {
 
     /// A path a write may touch (already moved) against the policy's built-in guards; `by_name`
     /// as the guards take it (a file named like a repository's counts).
+    ///
+    /// The path is judged as written and as it resolves on disk: a symbolic link inside the
+    /// cwd (`gl -> .git`, `notes.txt -> .bashrc`) does not make a guarded place look ordinary.
     fn guarded(&self, path: &str, by_name: bool) -> Result<(), String> {
         let guards = crate::policy::guards::Guards {
             home: self.home.as_deref(),
             policy_files: &[],
         };
-        match guards.ask(&[Some(PathBuf::from(path))], by_name) {
-            Some((guard, why)) => Err(format!(
-                "a write to version-control or tool configuration ({guard}: {})",
-                why.trim_start_matches("built-in guard: ")
-            )),
-            None => Ok(()),
+        let written = PathBuf::from(path);
+        // A relative word (free text of a method acptap does not know) is not resolved: it
+        // would be against the replay's own cwd, not the client's.
+        let resolved = written
+            .is_absolute()
+            .then(|| resolved_on_disk(&written))
+            .flatten()
+            .filter(|r| *r != written);
+        for path in std::iter::once(&written).chain(&resolved) {
+            let through = if resolved.as_ref() == Some(path) {
+                format!(" (where {} leads)", shown(&written.to_string_lossy()))
+            } else {
+                String::new()
+            };
+            if let Some((guard, why)) = guards.ask(&[Some(path.clone())], by_name) {
+                return Err(format!(
+                    "a write to version-control or tool configuration ({guard}: {}{through})",
+                    why.trim_start_matches("built-in guard: ")
+                ));
+            }
+            let lower = path.to_string_lossy().to_lowercase();
+            if let Some(dir) = SYSTEM_STARTUP_DIRS.iter().find(|dir| {
+                lower
+                    .strip_prefix(**dir)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            }) {
+                return Err(format!(
+                    "a write into {dir}, where the system's programs and configuration live: {}{through}",
+                    shown(&path.to_string_lossy())
+                ));
+            }
+            if let Some(dir) = path.components().find_map(|c| {
+                INSTALLED_CODE_DIRS
+                    .iter()
+                    .find(|d| c.as_os_str().eq_ignore_ascii_case(d))
+            }) {
+                return Err(format!(
+                    "a write into {dir}, where installed code runs from: {}{through}",
+                    shown(&path.to_string_lossy())
+                ));
+            }
         }
+        Ok(())
     }
 
     /// Every path named in a value of a message whose fields ACP does not define: each string
@@ -491,8 +583,8 @@ fn separates(c: char) -> bool {
     c.is_whitespace() || "\"'`=,;:()[]{}<>|&".contains(c)
 }
 
-/// The words of `text` that name a path: starting after a separator (or at the start) with `/`,
-/// `~`, `\` or `..`. A drive letter needs nothing of its own: the colon separates, and what
+/// The words of `text` that name a path: between separators, starting with `/`, `~` or `.`, or
+/// holding a `/` or `\`. A drive letter needs nothing of its own: the colon separates, and what
 /// follows it starts with `/` or `\` (`C:\x`, `c:/x`); so does a URL's `//host/...`.
 fn path_words(text: &str) -> Vec<std::ops::Range<usize>> {
     let mut words = Vec::new();
@@ -504,17 +596,34 @@ fn path_words(text: &str) -> Vec<std::ops::Range<usize>> {
                 words.push(begin..at);
             }
         } else if start.is_none() && previous.is_none_or(separates) {
-            let rest = &text[at..];
-            if rest.starts_with(['/', '~', '\\']) || rest.starts_with("..") {
-                start = Some(at);
-            }
+            start = Some(at);
         }
         previous = Some(c);
     }
     if let Some(begin) = start {
         words.push(begin..text.len());
     }
+    // A path is a word that starts like one or has a directory in it (`a/../../etc/x`,
+    // `.git/hooks/x`, `src/.vscode/tasks.json`).
+    words.retain(|range| {
+        let word = &text[range.clone()];
+        word.starts_with(['/', '~', '.']) || word.contains(['/', '\\'])
+    });
     words
+}
+
+/// `path` as the file system resolves it: its deepest existing ancestor (the path itself when it
+/// exists, a symbolic link followed) canonicalised, the rest appended; `None` when nothing of it
+/// resolves.
+fn resolved_on_disk(path: &Path) -> Option<PathBuf> {
+    let existing = path.ancestors().find(|p| p.symlink_metadata().is_ok())?;
+    let real = existing.canonicalize().ok()?;
+    let rest = path.strip_prefix(existing).ok()?;
+    Some(if rest.as_os_str().is_empty() {
+        real
+    } else {
+        real.join(rest)
+    })
 }
 
 /// Whether `path`, inside `live` by its text, leaves it on disk: its deepest existing ancestor,
@@ -741,19 +850,103 @@ mod tests {
         // No cwd recorded: the live one is named, so the client cannot pick another.
         assert_eq!(sent(&judged)["params"]["cwd"], "/nonexistent-live");
         assert!(judged.notices[0].contains("`make `"));
-        let mut held = gate(Allowances {
+        let mut created = gate(Allowances {
             run_commands: true,
             writes: true,
         });
-        held.held_terminals.insert("t1".into());
         let output = br#"{"jsonrpc":"2.0","id":2,"method":"terminal/output","params":{"sessionId":"s","terminalId":"t1"}}"#;
-        assert!(held.judge(output).bytes.is_none());
+        assert!(created.judge(output).bytes.is_none());
+        created.created_terminals.insert("t1".into());
+        assert!(created.judge(output).bytes.is_some());
+        let other = br#"{"jsonrpc":"2.0","id":3,"method":"terminal/kill","params":{"sessionId":"s","terminalId":"t2"}}"#;
+        assert!(created.judge(other).bytes.is_none());
+    }
+
+    #[test]
+    fn a_link_inside_the_cwd_does_not_make_a_guarded_place_ordinary() {
+        let live = tempfile::tempdir().unwrap();
+        let live_path = live.path().canonicalize().unwrap();
+        std::fs::create_dir_all(live_path.join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink(".git", live_path.join("gl")).unwrap();
+        std::fs::write(live_path.join(".bashrc"), "").unwrap();
+        std::os::unix::fs::symlink(".bashrc", live_path.join("notes.txt")).unwrap();
+        let mut g = Gate::new(Allowances {
+            run_commands: false,
+            writes: true,
+        });
+        g.cwds
+            .push(("/rec".into(), live_path.to_string_lossy().into_owned()));
+        for path in ["/rec/gl/hooks/pre-commit", "/rec/notes.txt"] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"fs/write_text_file","params":{{"path":"{path}","content":"x"}}}}"#
+            );
+            let judged = g.judge(line.as_bytes());
+            assert!(judged.bytes.is_none(), "{path}");
+            assert!(judged.held[0].reason.contains("where"), "{:?}", judged.held);
+        }
+        let ordinary = r#"{"jsonrpc":"2.0","id":1,"method":"fs/write_text_file","params":{"path":"/rec/src/a.rs","content":"x"}}"#;
+        assert!(g.judge(ordinary.as_bytes()).bytes.is_some());
+    }
+
+    #[test]
+    fn a_live_cwd_of_root_does_not_open_the_system_to_writes() {
+        let mut g = Gate::new(Allowances {
+            run_commands: false,
+            writes: true,
+        });
+        g.cwds.push(("/rec".into(), "/".into()));
+        for path in [
+            "/rec/etc/profile.d/x.sh",
+            "/rec/usr/local/bin/git",
+            "/rec/srv/app/.venv/lib/python3.12/site-packages/zz.pth",
+            "/rec/srv/app/node_modules/.bin/tsc",
+            "/rec/srv/app/.pre-commit-config.yaml",
+        ] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"fs/write_text_file","params":{{"path":"{path}","content":"x"}}}}"#
+            );
+            assert!(g.judge(line.as_bytes()).bytes.is_none(), "{path}");
+        }
+    }
+
+    #[test]
+    fn extension_words_that_climb_out_or_name_configuration_are_held() {
+        let g = gate(Allowances::default());
+        for params in [
+            r#"{"path":"a/../../../etc/x"}"#,
+            r#"{"path":".git/hooks/x"}"#,
+            r#"{"p2":"src/.vscode/tasks.json"}"#,
+        ] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"_zed/write_file","params":{params}}}"#
+            );
+            assert!(g.judge(line.as_bytes()).bytes.is_none(), "{params}");
+        }
+    }
+
+    #[test]
+    fn a_line_is_judged_against_the_cwd_of_the_session_it_names() {
+        let mut g = gate(Allowances::default());
+        g.cwds.push(("/".into(), "/other-live".into()));
+        g.sessions.insert("s1".into(), 0);
+        g.sessions.insert("s2".into(), 1);
+        let line = |session: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{{"sessionId":"{session}","path":"/etc/x"}}}}"#
+            )
+        };
+        // s1 was recorded in /rec: /etc/x is outside it, whatever s2's recorded cwd.
+        assert!(g.judge(line("s1").as_bytes()).bytes.is_none());
+        assert_eq!(
+            sent(&g.judge(line("s2").as_bytes()))["params"]["path"],
+            "/other-live/etc/x"
+        );
     }
 
     #[test]
     fn path_words_start_after_a_separator() {
         let text = "cat /etc/x a/b ~/y C:\\w ..\\z http://h/p";
         let words: Vec<&str> = path_words(text).into_iter().map(|r| &text[r]).collect();
-        assert_eq!(words, ["/etc/x", "~/y", "\\w", "..\\z", "//h/p"]);
+        assert_eq!(words, ["/etc/x", "a/b", "~/y", "\\w", "..\\z", "//h/p"]);
     }
 }

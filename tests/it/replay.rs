@@ -743,27 +743,8 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
     let original = sb.path("original");
     std::fs::create_dir_all(&original).unwrap();
     std::fs::write(original.join("notes.txt"), "a\nb\nc\nd\n").unwrap();
-    let transcript = [
-        (
-            "c2a",
-            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
-        ),
-        (
-            "a2c",
-            serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}),
-        ),
-        (
-            "c2a",
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": original, "mcpServers": []}}),
-        ),
-        (
-            "a2c",
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "fs-session"}}),
-        ),
-        (
-            "c2a",
-            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "fs-session", "prompt": [{"type": "text", "text": "read"}]}}),
-        ),
+    let mut transcript = crate::util::opening_lines(&original, "fs-session", "read");
+    transcript.extend([
         (
             "a2c",
             serde_json::json!({"jsonrpc": "2.0", "id": 101, "method": "fs/read_text_file", "params": {"sessionId": "fs-session", "path": original.join("notes.txt"), "line": 2, "limit": 2}}),
@@ -793,7 +774,7 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
             "a2c",
             serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
         ),
-    ];
+    ]);
     crate::util::import_lines(&sb, &transcript);
 
     let live = sb.path("live");
@@ -902,32 +883,11 @@ fn replay_as_client_real_fs_refuses_hard_links_and_pipes_and_reads_only_what_is_
     let agent = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/replay/fs_agent.py");
     let live = sb.path("live");
     std::fs::create_dir_all(&live).unwrap();
-    let transcript = [
-        (
-            "c2a",
-            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
-        ),
-        (
-            "a2c",
-            serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}),
-        ),
-        (
-            "c2a",
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": live, "mcpServers": []}}),
-        ),
-        (
-            "a2c",
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "fs-session"}}),
-        ),
-        (
-            "c2a",
-            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "fs-session", "prompt": [{"type": "text", "text": "go"}]}}),
-        ),
-        (
-            "a2c",
-            serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
-        ),
-    ];
+    let mut transcript = crate::util::opening_lines(&live, "fs-session", "go");
+    transcript.extend([(
+        "a2c",
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
+    )]);
     crate::util::import_lines(&sb, &transcript);
 
     let outside = sb.path("outside.txt");

@@ -105,6 +105,11 @@ fn hostile_lines(outside: &Path) -> Vec<(&'static str, Value)> {
         ),
         ("a2c", write(16, "/rec/link/through.txt".into())),
         done(16),
+        // Through a link that stays inside the cwd but leads into .git.
+        ("a2c", write(18, "/rec/gl/hooks/pre-commit".into())),
+        done(18),
+        ("a2c", write(19, "/rec/.pre-commit-config.yaml".into())),
+        done(19),
         (
             "a2c",
             json!({"jsonrpc": "2.0", "id": 17, "method": "fs/write_text_file",
@@ -178,6 +183,7 @@ fn a_hostile_recording_replayed_to_acpx_runs_nothing_and_writes_nothing_dangerou
     std::fs::create_dir_all(project.join(".git/hooks")).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, project.join("link")).unwrap();
+    std::os::unix::fs::symlink(".git", project.join("gl")).unwrap();
     crate::util::import_lines(&sb, &hostile_lines(&outside));
 
     let traffic = acpx_against_replay(&sb, &project, "");
@@ -191,6 +197,8 @@ fn a_hostile_recording_replayed_to_acpx_runs_nothing_and_writes_nothing_dangerou
         "a recorded command ran: {traffic}"
     );
     assert!(!project.join(".git/hooks/post-checkout").exists());
+    assert!(!project.join(".git/hooks/pre-commit").exists());
+    assert!(!project.join(".pre-commit-config.yaml").exists());
     assert!(!project.join(".vscode").exists());
     let outside_files: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
     assert!(outside_files.is_empty(), "{outside_files:?}");

@@ -341,6 +341,37 @@ pub fn import_lines(sb: &Sandbox, lines: &[(&str, impl ToString)]) {
     sb.acptap(&["import", path.to_str().unwrap()]);
 }
 
+/// The opening of a recorded connection, for `import_lines`: `initialize`, `session/new` in
+/// `cwd` answered with `session`, and a `session/prompt` (id 2) of `text`, not yet answered.
+pub fn opening_lines(
+    cwd: impl serde::Serialize,
+    session: &str,
+    text: &str,
+) -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "c2a",
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        ),
+        (
+            "a2c",
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}),
+        ),
+        (
+            "c2a",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}),
+        ),
+        (
+            "a2c",
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": session}}),
+        ),
+        (
+            "c2a",
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}),
+        ),
+    ]
+}
+
 /// A `session/update` notification.
 pub fn update(session: &str, update: Value) -> String {
     json!({"jsonrpc": "2.0", "method": "session/update",
