@@ -159,8 +159,8 @@ pub struct RunArgs {
     /// Do not send spans, even if the config file's `otlp.run` says so.
     #[arg(long, conflicts_with = "otlp")]
     pub no_otlp: bool,
-    /// With --otlp: an HTTP header for the collector, `NAME=VALUE` (repeatable).
-    #[arg(long = "otlp-header", value_name = "NAME=VALUE", value_parser = parse_header)]
+    /// With --otlp: an HTTP header for the collector, `NAME=VALUE` or `NAME: VALUE` (repeatable).
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE", value_parser = HeaderParser::default())]
     pub otlp_headers: Vec<(String, String)>,
     /// With --otlp: put tool calls' arguments and results (as recorded, so redacted) into the
     /// spans.
@@ -522,10 +522,10 @@ pub struct ExportArgs {
     /// else http://localhost:4318]
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
-    /// With `--format otlp`: an HTTP header for the collector, `NAME=VALUE` (repeatable), e.g. an
-    /// API key; added to those of $OTEL_EXPORTER_OTLP_HEADERS and
+    /// With `--format otlp`: an HTTP header for the collector, `NAME=VALUE` or `NAME: VALUE`
+    /// (repeatable), e.g. an API key; added to those of $OTEL_EXPORTER_OTLP_HEADERS and
     /// $OTEL_EXPORTER_OTLP_TRACES_HEADERS.
-    #[arg(long = "header", value_name = "NAME=VALUE", value_parser = parse_header)]
+    #[arg(long = "header", value_name = "NAME=VALUE", value_parser = HeaderParser::default())]
     pub headers: Vec<(String, String)>,
     /// With `--format otlp`: put tool calls' arguments and results (as recorded, so redacted)
     /// into the spans [default: the config file's `otlp.tool_content`]
@@ -625,14 +625,73 @@ pub(crate) fn parse_interval(text: &str) -> Result<Duration, String> {
     Ok(interval)
 }
 
-/// An HTTP header, `NAME=VALUE`.
+/// An HTTP header, `NAME=VALUE` or, as curl and HTTP write it, `NAME: VALUE` (split at the
+/// first `=` or `:`: a header name holds neither). The error never shows the text: it is often
+/// an API key or a password.
 pub(crate) fn parse_header(text: &str) -> Result<(String, String), String> {
-    let (name, value) = text
-        .split_once('=')
-        .ok_or_else(|| format!("`{text}` is not a header: write NAME=VALUE"))?;
+    let (name, value) = text.split_once(['=', ':']).ok_or_else(|| {
+        "it has no `=`: write NAME=VALUE (or NAME: VALUE); its text is not shown, as it may \
+         hold a secret"
+            .to_owned()
+    })?;
     let (name, value) = (name.trim(), value.trim());
-    crate::export::otlp::check_header(name, value)?;
+    crate::export::otlp::check_header(name, value).map_err(|e| {
+        if crate::export::otlp::is_header_name(name) {
+            e
+        } else {
+            format!("{e}: write NAME=VALUE (or NAME: VALUE)")
+        }
+    })?;
     Ok((name.to_owned(), value.to_owned()))
+}
+
+/// The clap parser of `--header` and `--otlp-header`: [`parse_header`], with an error that names
+/// the header by its place on the command line ("the 2nd --header"). A `value_parser` function's
+/// error is printed by clap after `invalid value '<the text>'`, which would show the header's
+/// value (an API key) on the terminal and in logs.
+#[derive(Clone, Default)]
+pub(crate) struct HeaderParser {
+    /// The headers of this option parsed so far (clap parses them in order).
+    seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl clap::builder::TypedValueParser for HeaderParser {
+    type Value = (String, String);
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        let place = self.seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let option = arg
+            .and_then(clap::Arg::get_long)
+            .map_or_else(|| "--header".to_owned(), |long| format!("--{long}"));
+        let parsed = match value.to_str() {
+            Some(text) => parse_header(text),
+            None => Err("it is not UTF-8 text; write NAME=VALUE (or NAME: VALUE)".to_owned()),
+        };
+        parsed.map_err(|why| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("the {} {option} is refused: {why}\n", ordinal(place)),
+            )
+            .with_cmd(cmd)
+        })
+    }
+}
+
+/// `1st`, `2nd`, `3rd`, `4th`, ... `11th`, `12th`, `13th`, ... `21st`.
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// Turns numbered from 1, `FROM-TO` (inclusive), `FROM-` or `all`, as a range from 0.
@@ -668,4 +727,92 @@ pub(crate) fn parse_speed(text: &str) -> Result<f64, String> {
         ));
     }
     Ok(speed)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    /// The error of `acptap ARGS`, as clap prints it.
+    fn refusal(args: &[&str]) -> String {
+        let error = Cli::try_parse_from(std::iter::once("acptap").chain(args.iter().copied()))
+            .err()
+            .unwrap_or_else(|| panic!("{args:?} was taken"));
+        assert_eq!(error.exit_code(), 2, "{args:?}");
+        error.to_string()
+    }
+
+    #[test]
+    fn a_bad_header_is_refused_by_its_place_and_name_never_its_value() {
+        fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+            [&["export", "last", "--format", "otlp"][..], extra].concat()
+        }
+        for (args, named) in [
+            (with(&["--header", "SeCrEtPw9"]), "the 1st --header"),
+            (
+                with(&["--header", "Bearer SeCrEtPw9=x"]),
+                "the 1st --header",
+            ),
+            (
+                with(&["--header", "a=b", "--header", "x-api-key SeC=rEt"]),
+                "the 2nd --header",
+            ),
+            (
+                vec!["run", "--otlp", "--otlp-header", "SeCrEtPw9", "--", "true"],
+                "the 1st --otlp-header",
+            ),
+        ] {
+            let said = refusal(&args);
+            assert!(said.contains(named), "{args:?}: {said}");
+            assert!(said.contains("NAME=VALUE"), "{args:?}: {said}");
+            for secret in ["SeCrEt", "SeC", "rEt"] {
+                assert!(!said.contains(secret), "{args:?}: {said}");
+            }
+            assert!(!said.contains("invalid value"), "{args:?}: {said}");
+        }
+        for value in ["x-api-key=SeC\rrEt", "x-api-key: SeC\nrEt"] {
+            let said = refusal(&with(&["--header", value]));
+            assert!(
+                said.contains("the 1st --header")
+                    && said.contains("`x-api-key`")
+                    && said.contains("line break")
+                    && !said.contains("SeC")
+                    && !said.contains("rEt"),
+                "{said}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_header_is_name_equals_value_or_name_colon_value() {
+        assert_eq!(
+            parse_header("Authorization: Bearer a=b:c").unwrap(),
+            ("Authorization".into(), "Bearer a=b:c".into())
+        );
+        assert_eq!(
+            parse_header(" X-Api-Key = k:1= ").unwrap(),
+            ("X-Api-Key".into(), "k:1=".into())
+        );
+        let cli = Cli::try_parse_from([
+            "acptap", "export", "last", "--format", "otlp", "--header", "a=1", "--header", "b: 2",
+        ])
+        .unwrap();
+        let Command::Export(export) = cli.command else {
+            panic!("not an export");
+        };
+        assert_eq!(
+            export.headers,
+            [("a".into(), "1".into()), ("b".into(), "2".into())]
+        );
+        assert_eq!(
+            (1..=4).map(ordinal).collect::<Vec<_>>(),
+            ["1st", "2nd", "3rd", "4th"]
+        );
+        assert_eq!(ordinal(11), "11th");
+        assert_eq!(ordinal(12), "12th");
+        assert_eq!(ordinal(22), "22nd");
+        assert_eq!(ordinal(113), "113th");
+    }
 }

@@ -73,15 +73,16 @@ pub struct Endpoint {
 
 /// Whether `name=value` can be sent as an HTTP header: a name of letters, digits, `-` and `_`;
 /// a value without control characters (a line break would start another header).
+///
+/// The error names a header by its name only where that is a header name: what is not may be a
+/// piece of its value (`Bearer KEY=...`), which is never shown.
 pub fn check_header(name: &str, value: &str) -> Result<(), String> {
-    if name.is_empty()
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
-    {
-        return Err(format!(
-            "`{name}` is not a header name: letters, digits, `-` and `_` only"
-        ));
+    if !is_header_name(name) {
+        return Err(
+            "a header's name is letters, digits, `-` and `_` only (the name given is not shown: \
+             it may hold a piece of the value)"
+                .to_owned(),
+        );
     }
     if value.chars().any(|c| c.is_control() && c != '\t') {
         return Err(format!(
@@ -89,6 +90,14 @@ pub fn check_header(name: &str, value: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Whether `name` can be a header's name: letters, digits, `-` and `_`.
+pub fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
 }
 
 impl Endpoint {
@@ -106,10 +115,10 @@ impl Endpoint {
     /// `url` as given, with `/v1/traces` added to its path when it names only a host (as
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` does); a query stays after the path.
     pub fn new(url: &str, headers: Vec<(String, String)>) -> Endpoint {
-        let authority_at = url.find("://").map_or(0, |i| i + 3);
-        let query_at = url[authority_at..]
+        let host_at = host_at(url);
+        let query_at = url[host_at..]
             .find(['?', '#'])
-            .map_or(url.len(), |i| authority_at + i);
+            .map_or(url.len(), |i| host_at + i);
         let (path, query) = url.split_at(query_at);
         let path = path.trim_end_matches('/');
         let url = if path.ends_with("/v1/traces") {
@@ -151,6 +160,17 @@ pub fn from_environment(
             masked(&url, &url)
         ));
     }
+    // URL parsers end the host at the first `/`, `?` or `#`: a password holding one would be
+    // read as a host and port (and sent there), not as a password.
+    if userinfo(&url).is_some_and(|range| url[range].contains(['/', '?', '#'])) {
+        return Err(format!(
+            "`{}` cannot be used as it is: URL parsers end the host at a `/`, `?` or `#`, so \
+             one in the user name or password (before the last `@`) would send to another host \
+             or port; percent-encode them there (`/` as %2F, `?` %3F, `#` %23; an `@` in the \
+             path or query as %40)",
+            masked(&url, &url)
+        ));
+    }
     for (key, value) in &defaults {
         check_header(key, value).map_err(|e| format!("the config file's [otlp] headers: {e}"))?;
     }
@@ -173,7 +193,7 @@ pub fn from_environment(
                 )
             })?;
             let (key, value) = (key.trim(), percent_decode(value.trim()));
-            check_header(key, &value).map_err(|e| format!("{name}: {e}"))?;
+            check_header(key, &value).map_err(|e| format!("{name}: entry {}: {e}", n + 1))?;
             from_env.push((key.to_owned(), value));
         }
     }
@@ -209,6 +229,17 @@ pub fn masked(url: &str, text: &str) -> String {
     let mut secrets = Vec::new();
     let mut out = text.to_owned();
     for form in &forms {
+        // The user name and password in parts too: a URL parser reads a password holding `/`,
+        // `?` or `#` as a host, port, path... and its errors quote those parts.
+        if let Some(range) = userinfo(form) {
+            for part in [form[range.clone()].to_owned(), percent_decode(&form[range])] {
+                secrets.extend(
+                    part.split(['/', '?', '#', ':', '@'])
+                        .filter(|piece| piece.len() >= MIN_SECRET_PIECE)
+                        .map(str::to_owned),
+                );
+            }
+        }
         let ranges = credential_ranges(form);
         let mut shown = form.clone();
         for range in ranges.iter().rev() {
@@ -231,6 +262,39 @@ pub fn masked(url: &str, text: &str) -> String {
 /// A credential at least this long is masked wherever it appears in a message; a shorter one
 /// only where no letter or digit touches it.
 const MIN_FREE_SECRET: usize = 6;
+
+/// A part of the user information (between `/`, `?`, `#`, `:`, `@`) at least this long is
+/// masked too; a shorter one (`a`, `pw`) would mask words of the message.
+const MIN_SECRET_PIECE: usize = 3;
+
+/// Where the authority of `url` starts: after `SCHEME://`; at 0 when it has no scheme (a URL
+/// refused before it is sent may have none).
+fn authority_at(url: &str) -> usize {
+    url.find("://")
+        .filter(|&i| {
+            let scheme = &url[..i];
+            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        })
+        .map_or(0, |i| i + 3)
+}
+
+/// The byte range of `url`'s user information (user name and password), if it has an `@`
+/// after `SCHEME://`. A host holds no `@`: all between `://` and the last `@` is taken as the
+/// user information, whatever it holds (a `/`, `?` or `#` in a password, a base64 token), so
+/// that no part of it is ever shown. (An `@` in a path or query makes what is before it a user
+/// too: such a URL is refused before it is used, see [`from_environment`].)
+fn userinfo(url: &str) -> Option<Range<usize>> {
+    let start = authority_at(url);
+    url[start..].rfind('@').map(|at| start..start + at)
+}
+
+/// Where `url`'s host starts: after its user information and `@`, else after `SCHEME://`.
+fn host_at(url: &str) -> usize {
+    userinfo(url).map_or_else(|| authority_at(url), |range| range.end + 1)
+}
 
 /// Query parameters whose name contains one of these hold a credential.
 const SECRET_PARAMETER_WORDS: [&str; 14] = [
@@ -279,12 +343,11 @@ fn mask_occurrences(text: &str, secret: &str) -> String {
 /// host.
 fn credential_ranges(url: &str) -> Vec<Range<usize>> {
     let mut ranges = Vec::new();
-    let start = url.find("://").map_or(0, |i| i + 3);
-    let authority_end = url[start..]
+    let host_at = host_at(url);
+    let authority_end = url[host_at..]
         .find(['/', '?', '#'])
-        .map_or(url.len(), |i| start + i);
-    if let Some(at) = url[start..authority_end].rfind('@') {
-        let userinfo = start..start + at;
+        .map_or(url.len(), |i| host_at + i);
+    if let Some(userinfo) = userinfo(url) {
         match url[userinfo.clone()].find(':') {
             Some(colon) => {
                 ranges.push(userinfo.start..userinfo.start + colon);
@@ -956,8 +1019,30 @@ mod tests {
         );
         // A user name alone is often a token.
         assert_eq!(shown("https://u@h"), "https://***@h/v1/traces");
-        // An @ in the path names no user.
-        assert_eq!(shown("http://h/a@b"), "http://h/a@b/v1/traces");
+        // A host holds no `@`: all before the last one is the user name and password, whatever
+        // they hold (base64 holds `/`), and `/v1/traces` goes after the host, not into them.
+        assert_eq!(
+            shown("https://otel:k3y/abc@collector.example:4318/v1/traces"),
+            "https://***:***@collector.example:4318/v1/traces"
+        );
+        assert_eq!(
+            shown("https://otel:Zm9vYmFyLWtleQ/c2VjcmV0@h:4318"),
+            "https://***:***@h:4318/v1/traces"
+        );
+        assert_eq!(
+            shown("http://u:ab#cd@h:4318"),
+            "http://***:***@h:4318/v1/traces"
+        );
+        assert_eq!(shown("http://u:ab?cd@h"), "http://***:***@h/v1/traces");
+        assert_eq!(
+            shown("http://u:a/b?c#d@e@h/x"),
+            "http://***:***@h/x/v1/traces"
+        );
+        assert_eq!(shown("http://tok/en@h"), "http://***@h/v1/traces");
+        assert_eq!(shown("http://u:pa:ss/wo@h"), "http://***:***@h/v1/traces");
+        // So an `@` in the path or query makes what is before it a user (such a URL is refused
+        // before it is used: `from_environment`).
+        assert_eq!(shown("http://h/a@b"), "http://***@b/v1/traces");
         assert_eq!(shown("http://u:p:q@h"), "http://***:***@h/v1/traces");
         assert_eq!(
             shown("http://h/v1/traces?api_key=k1&region=eu&Token=t&X-Sig=s&code=c&flag"),
@@ -996,9 +1081,59 @@ mod tests {
             endpoint.mask("to http://h:4318/v1/traces?token=t/k-1"),
             "to http://h:4318/v1/traces?token=***"
         );
+        // A password holding `/`, `?` or `#`: whole, and its parts wherever an error quotes
+        // them (the URL parser reads `k3y` as a port and `Zm9vYmFy` as a host).
+        let endpoint = Endpoint::new("https://otel:Zm9vYmFy/k3y?c2Vj#cmV0@h:4318", vec![]);
+        let said = endpoint.mask(
+            "https://otel:Zm9vYmFy/k3y?c2Vj#cmV0@h:4318/v1/traces: invalid port `k3y`; \
+             host Zm9vYmFy, query c2Vj, fragment cmV0@h:4318, user otel",
+        );
+        for secret in ["otel", "Zm9vYmFy", "k3y", "c2Vj", "cmV0"] {
+            assert!(!said.contains(secret), "{secret}: {said}");
+        }
+        assert!(
+            said.starts_with("https://***:***@h:4318/v1/traces: "),
+            "{said}"
+        );
         // A short credential is masked where it stands alone, not inside another word.
         let short = Endpoint::new("http://u:pw@h", vec![]);
         assert_eq!(short.mask("spawn: pw refused"), "spawn: *** refused");
+    }
+
+    #[test]
+    fn a_url_whose_user_information_holds_a_slash_a_hash_or_a_question_mark_is_refused() {
+        // The URL parser reads such a URL as another host or port than the one after the `@`
+        // (`otel`, port `k3y`): it is refused, masked, with the fix.
+        for url in [
+            "https://otel:k3y/abc@collector.example:4318/v1/traces",
+            "https://otel:ab#cdef@collector.example",
+            "https://otel:ab?cdef@collector.example",
+            "http://tok/enSECRET@collector.example",
+            "http://collector.example/v1/traces?mail=a@b",
+        ] {
+            let error = from_environment(Some(url), vec![], vec![], |_| None).unwrap_err();
+            assert!(error.contains("percent-encode"), "{url}: {error}");
+            for secret in ["k3y", "abc", "cdef", "enSECRET", "otel", "tok"] {
+                assert!(!error.contains(secret), "{url}: {secret}: {error}");
+            }
+        }
+        // Percent-encoded, they are taken (and sent decoded, as basic authorization).
+        let endpoint = from_environment(
+            Some("https://otel:k3y%2Fabc%23d%3Fe@collector.example:4318"),
+            vec![],
+            vec![],
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(
+            endpoint.url,
+            "https://otel:k3y%2Fabc%23d%3Fe@collector.example:4318/v1/traces"
+        );
+        assert_eq!(
+            endpoint.shown(),
+            "https://***:***@collector.example:4318/v1/traces"
+        );
+        assert!(!endpoint.mask("k3y/abc#d?e").contains("abc"));
     }
 
     #[test]
@@ -1016,6 +1151,23 @@ mod tests {
         })
         .unwrap_err();
         assert!(error.contains("[otlp] headers"), "{error}");
+        // A name that is not one may be a piece of the value: named by its place only.
+        let env = |name: &str| {
+            (name == "OTEL_EXPORTER_OTLP_HEADERS").then(|| "a=b,Bearer SeCrEt9=1".to_owned())
+        };
+        let error = from_environment(None, vec![], vec![], env).unwrap_err();
+        assert!(
+            error.contains("OTEL_EXPORTER_OTLP_HEADERS: entry 2:") && !error.contains("SeCrEt9"),
+            "{error}"
+        );
+        let error = from_environment(
+            None,
+            vec![("Bearer SeCrEt9".into(), "v".into())],
+            vec![],
+            |_| None,
+        )
+        .unwrap_err();
+        assert!(!error.contains("SeCrEt9"), "{error}");
     }
 
     #[test]

@@ -238,7 +238,7 @@ fn a_collector_trickling_its_answer_is_given_up_at_the_deadline() {
 /// and the export command it suggests.
 #[test]
 fn credentials_in_the_endpoint_url_are_never_printed() {
-    const SECRETS: [&str; 8] = [
+    const SECRETS: [&str; 16] = [
         "pw-Hunter2-secret",
         "tokenuser9f8e7d6c5b4a",
         "SECRET-in-query-0a1b",
@@ -247,6 +247,15 @@ fn credentials_in_the_endpoint_url_are_never_printed() {
         "sig-3c4d5e6f7a8b",
         "access-7f6e5d4c",
         "justabitrandom0123456789abcdef",
+        // Both halves of passwords and a token holding `/`, `#` or `?` (base64 holds `/`).
+        "Zm9vYmFyLWtleQ",
+        "c2VjcmV0LWtleQ",
+        "hash-Part-1a2b",
+        "hash-Part-3c4d",
+        "ask-Part-5e6f",
+        "ask-Part-7a8b",
+        "tokpart-1e2f",
+        "tokpart-3a4b",
     ];
     let closed = {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -297,6 +306,22 @@ fn credentials_in_the_endpoint_url_are_never_printed() {
                 "http://user:pw-Hunter2-secret@127.0.0.1:{taking_port}/v1/traces?project=justabitrandom0123456789abcdef"
             ),
         ),
+        (
+            "a `/` in the password",
+            format!("http://user:Zm9vYmFyLWtleQ/c2VjcmV0LWtleQ@127.0.0.1:{taking_port}/v1/traces"),
+        ),
+        (
+            "a `#` in the password",
+            format!("http://user:hash-Part-1a2b#hash-Part-3c4d@127.0.0.1:{taking_port}"),
+        ),
+        (
+            "a `?` in the password",
+            format!("https://user:ask-Part-5e6f?ask-Part-7a8b@127.0.0.1:{closed}/v1/traces"),
+        ),
+        (
+            "a `/` in the token as the user name",
+            format!("http://tokpart-1e2f/tokpart-3a4b@127.0.0.1:{taking_port}"),
+        ),
     ];
     let sb = recorded_sandbox();
     for (case, url) in &cases {
@@ -313,11 +338,32 @@ fn credentials_in_the_endpoint_url_are_never_printed() {
         assert!(said.contains("127.0.0.1:"), "{case}: {said}");
         if *case == "taking" {
             assert!(out.status.success(), "{case}: {said}");
+        } else if case.starts_with("a `") {
+            // Refused before anything is sent: the URL means another host or port than the
+            // one after the `@`; the fix is named.
+            assert_eq!(out.status.code(), Some(2), "{case}: {said}");
+            assert!(said.contains("percent-encode"), "{case}: {said}");
         } else {
             assert_eq!(out.status.code(), Some(2), "{case}: {said}");
         }
     }
-    assert!(!taking.received().is_empty(), "the spans were not sent");
+    assert_eq!(
+        taking.received().len(),
+        1,
+        "the spans were not sent just once"
+    );
+    for (case, url) in &cases[6..] {
+        let out = acptap_in(&sb, &["run", "--otlp", url, "--", "true"]);
+        let said = said(&out);
+        assert_eq!(out.status.code(), Some(2), "run, {case}: {said}");
+        assert!(said.contains("percent-encode"), "run, {case}: {said}");
+        for secret in SECRETS {
+            assert!(
+                !said.contains(secret),
+                "run, {case}: `{secret}` was printed: {said}"
+            );
+        }
+    }
 
     for (case, url) in &cases[..4] {
         let sb = Sandbox::new();
@@ -349,5 +395,107 @@ fn a_refused_endpoint_url_is_named_without_its_credentials() {
     assert!(
         !said.contains("pw-Hunter2-secret") && !said.contains("k-0a1b2c3d"),
         "{said}"
+    );
+}
+
+/// `acptap ARGS` against the sandbox, stdin closed, ended by the test after a minute.
+fn acptap_in(sb: &Sandbox, args: &[&str]) -> Output {
+    let child = Command::new(crate::util::acptap_bin())
+        .args(args)
+        .env("ACPTAP_DB", sb.db())
+        .env("XDG_CONFIG_HOME", sb.dir.path())
+        .env_remove("OTEL_EXPORTER_OTLP_HEADERS")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start acptap");
+    finish(child, Duration::from_secs(60))
+}
+
+/// A `--header` (`run --otlp-header`) that cannot be sent is refused naming the header by its
+/// name or its place and saying how to write it, never showing its value: the command line's own
+/// errors (clap's) quote the value they refuse. The curl form `Name: value` is taken as it is
+/// meant, and sent.
+#[test]
+fn a_bad_header_is_refused_without_showing_its_value() {
+    const SECRETS: [&str; 4] = ["SeCrEtPw9", "rEtVaLuE1", "JuStAtOkEn42", "BeArErPaRt7"];
+    let sb = recorded_sandbox();
+    // The option as given, how the refusal names it, and the fix it must name.
+    let cases: [(&[&str], &str, &str); 4] = [
+        (
+            &["--header", "x-api-key=SeC\nrEtVaLuE1"],
+            "1st --header",
+            "`x-api-key` has a line break",
+        ),
+        (&["--header", "JuStAtOkEn42"], "1st --header", "NAME=VALUE"),
+        (
+            &[
+                "--header",
+                "X-Scope-OrgID=team-a",
+                "--header",
+                "JuStAtOkEn42",
+            ],
+            "2nd --header",
+            "NAME=VALUE",
+        ),
+        (
+            &["--header", "Bearer BeArErPaRt7=x"],
+            "1st --header",
+            "NAME=VALUE",
+        ),
+    ];
+    for (extra, named, fix) in cases {
+        let run_extra: Vec<String> = extra
+            .iter()
+            .map(|a| a.replace("--header", "--otlp-header"))
+            .collect();
+        let mut run_args = vec!["run", "--otlp", "http://127.0.0.1:1"];
+        run_args.extend(run_extra.iter().map(String::as_str));
+        run_args.extend(["--", "true"]);
+        for (out, named) in [
+            (
+                export_to(&sb, "http://127.0.0.1:1/v1/traces", extra),
+                named.to_owned(),
+            ),
+            (
+                acptap_in(&sb, &run_args),
+                named.replace("--header", "--otlp-header"),
+            ),
+        ] {
+            let printed = said(&out);
+            assert_eq!(out.status.code(), Some(2), "{extra:?}: {printed}");
+            for secret in SECRETS {
+                assert!(
+                    !printed.contains(secret),
+                    "{extra:?}: `{secret}` was printed: {printed}"
+                );
+            }
+            assert!(
+                printed.contains(&named) && printed.contains(fix),
+                "{extra:?}: `{named}` or `{fix}` is not said: {printed}"
+            );
+        }
+    }
+
+    // `Name: value`, as curl and HTTP write a header, is a header too.
+    let taking = FakeCollector::start("127.0.0.1", plain_answer("200 OK"));
+    let out = export_to(
+        &sb,
+        &taking.url,
+        &["--header", "Authorization: Bearer SeCrEtPw9"],
+    );
+    let said = said(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("SeCrEtPw9"), "{said}");
+    let received = taking.received();
+    assert!(
+        !received.is_empty()
+            && received.iter().all(|r| r
+                .head
+                .to_ascii_lowercase()
+                .contains("\r\nauthorization: bearer secretpw9")),
+        "{received:?}"
     );
 }
