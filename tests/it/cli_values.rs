@@ -61,11 +61,11 @@ fn hostile_values_are_refused_with_a_clear_error() {
         (vec!["report", "last", "--turns", "500-"], "500"),
         (
             vec!["export", "last", "--format", "otlp", "--header", "novalue"],
-            "novalue",
+            "the 1st --header is refused: it has no `=`",
         ),
         (
             vec!["export", "last", "--format", "otlp", "--header", "a b=c"],
-            "a b",
+            "the 1st --header is refused: a header's name",
         ),
         (
             vec!["report", "last", "--turns", "1-99999999999999999999999"],
@@ -89,7 +89,7 @@ fn hostile_values_are_refused_with_a_clear_error() {
         ),
         (
             vec!["run", "--otlp", "--otlp-header", "novalue", "--", "true"],
-            "novalue",
+            "the 1st --otlp-header is refused",
         ),
         (
             vec!["run", "--otlp", "http://h", "--no-otlp", "--", "true"],

@@ -233,9 +233,10 @@ fn held_lines_are_named_on_stderr_and_the_opted_in_command_is_shown_first() {
     let sb = Sandbox::new();
     let project = sb.path("project");
     let outside = sb.path("outside");
-    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(project.join(".git")).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, project.join("link")).unwrap();
+    std::os::unix::fs::symlink(".git", project.join("gl")).unwrap();
     let live = project.display().to_string();
     crate::util::import_lines(&sb, &hostile_lines(&outside));
     let client = [
@@ -279,6 +280,8 @@ fn held_lines_are_named_on_stderr_and_the_opted_in_command_is_shown_first() {
         ),
         "(`_zed/write_file`) not sent:",
         "through.txt leads outside the live cwd through a symbolic link",
+        "gl/hooks/pre-commit leads)",
+        ".pre-commit-config.yaml runs as code",
     ] {
         assert!(stderr.contains(held), "{held}\n{stderr}");
     }
