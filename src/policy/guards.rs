@@ -75,11 +75,24 @@ pub const STARTUP_NAMES: &[&str] = &[
     ".lefthook.yaml",
     "lefthook-local.yml",
     ".mcp.json",
+    ".claude.json",
+    ".devcontainer.json",
+    ".gitlab-ci.yml",
+    ".mise.toml",
+    "mise.toml",
+    ".aider.conf.yml",
+    ".pdbrc",
+    ".hgrc",
+    ".emacs",
+    ".xsessionrc",
+    ".gemrc",
+    "pip.conf",
 ];
 
-/// File name endings that run as code wherever they are (Python runs a `.pth` file's import
-/// lines at every start of the interpreter whose site-packages holds it).
-const STARTUP_SUFFIXES: &[&str] = &[".pth"];
+/// File name endings that run as code or configure tools wherever they are (Python runs a `.pth` file's import
+/// lines at every start of the interpreter whose site-packages holds it; a VS Code workspace
+/// file holds tasks and settings, as `.vscode/` does).
+const STARTUP_SUFFIXES: &[&str] = &[".pth", ".code-workspace"];
 
 /// Directories under the home directory whose files run as code or configure tools (XDG
 /// config, programs on PATH, cargo's and ssh's configuration, rc.d directories).
@@ -127,6 +140,25 @@ pub const CONFIG_DIRS_ANYWHERE: &[&str] = &[
     ".pi",
     ".helix",
     ".github",
+    ".circleci",
+    ".windsurf",
+    ".codeium",
+    ".continue",
+    ".roo",
+    ".amazonq",
+    ".kiro",
+    ".trae",
+    ".junie",
+    ".augment",
+    ".theia",
+    ".fleet",
+    ".vim",
+    ".emacs.d",
+    ".ipython",
+    ".jupyter",
+    ".gradle",
+    ".sbt",
+    ".m2",
 ];
 
 /// Version-control directories other than git's: their configuration runs hooks too.

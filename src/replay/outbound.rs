@@ -203,6 +203,15 @@ impl Gate {
             return scoped.judge_message(message, judged);
         }
         let Some(object) = message.as_object_mut() else {
+            if message.is_array() {
+                // A batch inside a batch is no JSON-RPC message; a lenient client might still
+                // read one out of it.
+                return Err(Held {
+                    id: None,
+                    method: None,
+                    reason: "a batch inside a batch".into(),
+                });
+            }
             // Not a message: a client ignores it (or answers an error).
             return Ok(false);
         };
@@ -249,6 +258,11 @@ impl Gate {
                 let writes = method == "fs/write_text_file";
                 if writes && !self.allow.writes {
                     return Err("a write, and --no-writes is given".into());
+                }
+                if writes && let Some(live) = self.cwd_not_a_project() {
+                    return Err(format!(
+                        "a write, and the live cwd {live} is not a project: it holds the home directory, whose startup files no list covers"
+                    ));
                 }
                 let params = object
                     .get_mut("params")
@@ -402,6 +416,20 @@ impl Gate {
             }
             None => Ok(false),
         }
+    }
+
+    /// A live cwd in which a write could reach the home directory's startup files, or another
+    /// user's: `/`, the home directory, or a directory above it. No guard list covers every
+    /// tool's startup files, so a replay writes only inside a project.
+    fn cwd_not_a_project(&self) -> Option<&str> {
+        let home = self.home.as_deref()?;
+        self.cwds
+            .iter()
+            .map(|(_, live)| live.as_str())
+            .find(|live| {
+                let live = if live.is_empty() { "/" } else { live };
+                home.starts_with(live)
+            })
     }
 
     /// The live cwd `path` lies in (after it was moved).
@@ -558,6 +586,11 @@ impl Gate {
     /// A method whose effect acptap does not know may write what it names: no word may name
     /// version-control or tool configuration either.
     fn words_moved(&self, text: &str) -> Result<Option<String>, String> {
+        // A URL in any form a URL parser takes (`file:etc/passwd`, `http:host/x`, `vscode:x`):
+        // the colon separates words below, so it is looked for first.
+        if let Some(url) = text.split_whitespace().find(|word| looks_like_a_url(word)) {
+            return Err(format!("{} is a URL", shown(url)));
+        }
         let mut out = String::new();
         let mut last = 0;
         for range in path_words(text) {
@@ -576,6 +609,22 @@ impl Gate {
         out.push_str(&text[last..]);
         Ok(Some(out))
     }
+}
+
+/// `scheme:rest`, as RFC 3986 spells a scheme (a letter, then letters, digits, `+`, `-`, `.`;
+/// two characters at least, so that `C:` stays a drive), with something after the colon.
+fn looks_like_a_url(word: &str) -> bool {
+    let word = word.trim_start_matches(|c: char| "\"'`([{<".contains(c));
+    let Some((scheme, rest)) = word.split_once(':') else {
+        return false;
+    };
+    scheme.len() >= 2
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        && !rest.is_empty()
+        && !rest.starts_with(char::is_whitespace)
 }
 
 /// Where a word may end or begin inside free text.
@@ -894,19 +943,73 @@ mod tests {
             run_commands: false,
             writes: true,
         });
-        g.cwds.push(("/rec".into(), "/".into()));
+        // Not the home directory's ancestor here, so the system and installed-code lists are
+        // what holds these.
+        g.home = Some("/nonexistent-home/me".into());
+        g.cwds.push(("/rec".into(), "/opt".into()));
         for path in [
-            "/rec/etc/profile.d/x.sh",
-            "/rec/usr/local/bin/git",
-            "/rec/srv/app/.venv/lib/python3.12/site-packages/zz.pth",
-            "/rec/srv/app/node_modules/.bin/tsc",
-            "/rec/srv/app/.pre-commit-config.yaml",
+            "/rec/app/.venv/lib/python3.12/site-packages/zz.pth",
+            "/rec/app/node_modules/.bin/tsc",
+            "/rec/app/.pre-commit-config.yaml",
         ] {
             let line = format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"fs/write_text_file","params":{{"path":"{path}","content":"x"}}}}"#
             );
             assert!(g.judge(line.as_bytes()).bytes.is_none(), "{path}");
         }
+    }
+
+    #[test]
+    fn no_write_where_the_live_cwd_holds_the_home_directory_or_the_system() {
+        let write = |path: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"fs/write_text_file","params":{{"path":"{path}","content":"x"}}}}"#
+            )
+        };
+        for live in ["/", "/home", "/home/me"] {
+            let mut g = Gate::new(Allowances {
+                run_commands: false,
+                writes: true,
+            });
+            g.home = Some("/home/me".into());
+            g.cwds
+                .push(("/rec".into(), live.trim_end_matches('/').into()));
+            let judged = g.judge(write("/rec/.vim/plugin/x.vim").as_bytes());
+            assert!(judged.held[0].reason.contains("is not a project"), "{live}");
+            // Reads are no write: they go.
+            let read = r#"{"jsonrpc":"2.0","id":2,"method":"fs/read_text_file","params":{"path":"/rec/notes.txt"}}"#;
+            assert!(g.judge(read.as_bytes()).bytes.is_some(), "{live}");
+        }
+        let mut g = Gate::new(Allowances {
+            run_commands: false,
+            writes: true,
+        });
+        g.home = Some("/home/me".into());
+        g.cwds.push(("/rec".into(), "/usr/local".into()));
+        assert!(g.judge(write("/rec/bin/git").as_bytes()).bytes.is_none());
+    }
+
+    #[test]
+    fn nested_batches_and_urls_in_any_spelling_are_held() {
+        let g = gate(Allowances::default());
+        let nested = br#"[[{"jsonrpc":"2.0","id":951,"method":"fs/write_text_file","params":{"path":"/rec/.git/hooks/pre-commit","content":"x"}}]]"#;
+        assert!(g.judge(nested).bytes.is_none());
+        for uri in [
+            "file:etc/passwd",
+            "FILE:etc/passwd",
+            "file:%2Fetc%2Fpasswd",
+            "http:evil.example/x",
+            "vscode:extension/evil",
+        ] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"_x/open","params":{{"uri":"{uri}"}}}}"#
+            );
+            assert!(g.judge(line.as_bytes()).bytes.is_none(), "{uri}");
+        }
+        // Words with a colon that are not URLs stay.
+        let line =
+            br#"{"jsonrpc":"2.0","method":"_x/note","params":{"text":"note: at 10:30 see C:"}}"#;
+        assert!(g.judge(line).bytes.is_some());
     }
 
     #[test]
