@@ -465,8 +465,10 @@ pub struct ReplayArgs {
     pub session_ids: SessionIds,
     /// As agent: let the replay ask the live client to run the recorded commands
     /// (`terminal/*`, in the live cwd, the command and environment said on stderr first) and
-    /// MCP tool calls (`mcp/message`). A recording can name any command: replay only one you
-    /// trust with this. Without it, those requests are not sent.
+    /// MCP tool calls (`mcp/message`); as client: give the agent the recorded MCP servers, which
+    /// it starts (`session/new` and `session/load` sent as recorded, `_meta` included). A
+    /// recording can name any command: replay only one you trust with this. Without it, those
+    /// requests are not sent, and the agent gets `mcpServers: []`.
     #[arg(long)]
     pub run_recorded_commands: bool,
     /// As agent: send no `fs/write_text_file` at all (by default recorded writes are sent inside

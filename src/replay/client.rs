@@ -10,11 +10,20 @@
 //! permission requests by tool kind and title (the option of the kind the user chose), fs reads
 //! and writes by path (or from the real file system with `--fs real`), anything else by method.
 //!
+//! A recording is untrusted input. The agent starts the stdio MCP servers a `session/new` (or
+//! `session/load`, `session/resume`, `session/fork`) names: any command. So by default these
+//! requests go with `mcpServers: []` and with nothing but their `cwd` and `sessionId` (no
+//! `_meta`, no `additionalDirectories`), each thing withheld named on stderr;
+//! `--run-recorded-commands` sends them as recorded. And the session's cwd is the fence of every
+//! file the replay reads or writes for the agent: without `--cwd`, a recorded cwd that is `/`,
+//! the home directory or a directory above it, or not an absolute path, is refused before
+//! anything starts.
+//!
 //! Exit status: 0 when the live run matches the recording, 1 when it diverges, 2 on error.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +32,7 @@ use serde_json::{Value, json};
 
 use super::divergence;
 use super::script::{ScriptLine, with_id, with_renamed_strings};
+use crate::protocol::message::decode;
 use crate::protocol::{Direction, Message, MessageKind, parse_line};
 use crate::proxy::{InProcess, RunOptions};
 use crate::record::queries::SessionRef;
@@ -43,7 +53,24 @@ pub struct ClientReplayOptions {
     pub grace: Duration,
     /// Compare the agent's message text of each turn too.
     pub compare_text: bool,
+    /// Send the session-opening requests as recorded: the recorded MCP servers (which the agent
+    /// starts), `_meta` and all. Without it they go with `mcpServers: []`, their `cwd` and
+    /// `sessionId` only.
+    pub run_recorded_commands: bool,
 }
+
+/// The client requests that open a session: their `cwd` is the session's, and the agent starts
+/// the MCP servers their `mcpServers` lists.
+const SESSION_OPENERS: [&str; 4] = [
+    "session/new",
+    "session/load",
+    "session/resume",
+    "session/fork",
+];
+
+/// The params of a session-opening request that a replay sends as recorded by default; every
+/// other one (`_meta`, `additionalDirectories`, ...) is withheld, and `mcpServers` sent empty.
+const KEPT_SESSION_PARAMS: [&str; 2] = ["cwd", "sessionId"];
 
 /// A recorded agent request and the client's recorded answer.
 struct RecordedExchange {
@@ -71,6 +98,10 @@ struct Driver {
     real_fs: bool,
     /// The recorded session's cwd, and the live one (`--cwd`, else the same).
     cwd: Option<(PathBuf, PathBuf)>,
+    /// Send session-opening requests as recorded (`--run-recorded-commands`).
+    run_recorded_commands: bool,
+    /// What stderr already said was withheld from the agent: each said once.
+    withheld_said: HashSet<String>,
 }
 
 /// One line on stderr. What it says quotes the recording and the live agent (methods, paths):
@@ -581,6 +612,10 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         }
     }
 
+    if options.cwd.is_none() {
+        refuse_unfit_recorded_cwds(script)?;
+    }
+
     let label = format!("replay of {}", options.original.session_id);
     let InProcess {
         to_agent,
@@ -624,6 +659,8 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         renames: HashMap::new(),
         real_fs: options.real_fs,
         cwd: None,
+        run_recorded_commands: options.run_recorded_commands,
+        withheld_said: HashSet::new(),
     };
 
     let outcome = drive(&mut driver, script, options.cwd.as_deref());
@@ -659,14 +696,18 @@ fn drive(
         }
         match line.message.kind {
             MessageKind::Request => {
-                if let Some("session/new" | "session/load") = line.message.method.as_deref()
-                    && let Some(old) = line
-                        .message
-                        .params()
-                        .and_then(|p| p.get("cwd"))
-                        .and_then(Value::as_str)
+                let opens_a_session = opens_a_session(line);
+                let value = if opens_a_session {
+                    decode(line.raw.trim_ascii())
+                } else {
+                    None
+                };
+                if let Some(old) = value
+                    .as_ref()
+                    .and_then(|v| v.pointer("/params/cwd"))
+                    .and_then(Value::as_str)
                 {
-                    let live = cwd.map_or_else(|| PathBuf::from(old), std::path::Path::to_path_buf);
+                    let live = cwd.map_or_else(|| PathBuf::from(old), Path::to_path_buf);
                     driver.cwd = Some((PathBuf::from(old), live.clone()));
                     if cwd.is_some() {
                         driver
@@ -674,6 +715,29 @@ fn drive(
                             .insert(old.to_owned(), live.to_string_lossy().into_owned());
                     }
                 }
+                // The recorded MCP servers and the rest, withheld unless the user opted in.
+                let withheld;
+                let line = match (opens_a_session && !driver.run_recorded_commands, value) {
+                    (true, Some(value)) => {
+                        let (raw, said) = without_recorded_commands(line, value);
+                        for what in said {
+                            if driver.withheld_said.insert(what.clone()) {
+                                say(&what);
+                            }
+                        }
+                        match raw {
+                            Some(raw) => {
+                                withheld = ScriptLine {
+                                    raw,
+                                    ..line.clone()
+                                };
+                                &withheld
+                            }
+                            None => line,
+                        }
+                    }
+                    _ => line,
+                };
                 let cancel = cancel_in_turn(script, index);
                 let answer = driver.request(line, cancel)?;
                 // A new session: the recorded id stands for the live one from now on.
@@ -700,6 +764,173 @@ fn drive(
         }
     }
     Ok(())
+}
+
+/// Whether a recorded client request opens a session (its params name a cwd and MCP servers).
+fn opens_a_session(line: &ScriptLine) -> bool {
+    line.message
+        .method
+        .as_deref()
+        .is_some_and(|m| SESSION_OPENERS.contains(&m))
+        || line
+            .message
+            .params()
+            .is_some_and(|p| p.get("mcpServers").is_some())
+}
+
+/// A recorded session-opening request as the replay sends it by default: `mcpServers: []` and,
+/// of its params, only `cwd` and `sessionId`. Returns the line to send (`None`: nothing to
+/// withhold, the recorded bytes go) and what stderr says was withheld. A line that not every
+/// JSON reader reads the same way (a key written twice) is always written anew.
+fn without_recorded_commands(
+    line: &ScriptLine,
+    mut value: Value,
+) -> (Option<Vec<u8>>, Vec<String>) {
+    let method = line.message.method.as_deref().unwrap_or("?");
+    let mut said = Vec::new();
+    let Some(params) = value.get_mut("params").and_then(Value::as_object_mut) else {
+        return (None, said);
+    };
+    let mut changed = false;
+    if let Some(servers) = params.get("mcpServers") {
+        let servers = servers.as_array().map(Vec::as_slice).unwrap_or_default();
+        for server in servers {
+            said.push(format!(
+                "the recorded MCP server {} is not given to the agent (replay with --run-recorded-commands to give it the recorded servers)",
+                describe_server(server)
+            ));
+        }
+        changed |= params["mcpServers"] != json!([]);
+    }
+    let withheld: Vec<String> = params
+        .keys()
+        .filter(|k| k.as_str() != "mcpServers" && !KEPT_SESSION_PARAMS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    for key in &withheld {
+        params.remove(key);
+        said.push(format!(
+            "the recorded `{}` of `{method}` is not given to the agent (replay with --run-recorded-commands to send it)",
+            crate::terminal::terminal_line(key, crate::terminal::NAME_BYTES)
+        ));
+    }
+    changed |= !withheld.is_empty();
+    if !changed && crate::replay::outbound::reads_one_way(line.raw.trim_ascii()) {
+        return (None, said);
+    }
+    params.insert("mcpServers".to_owned(), json!([]));
+    let mut raw = serde_json::to_vec(&value).unwrap_or_default();
+    // The recorded id, as written (the agent's answer is matched by it).
+    if let Some(id) = &line.message.id
+        && let Some(with_recorded_id) = with_id(&raw, id)
+    {
+        raw = with_recorded_id;
+    }
+    raw.push(b'\n');
+    (Some(raw), said)
+}
+
+/// A recorded MCP server for stderr: its name, and its command line or URL (never its
+/// environment or headers), each cut and made safe for a terminal.
+fn describe_server(server: &Value) -> String {
+    let field = |name: &str| server.get(name).and_then(Value::as_str);
+    let name =
+        crate::terminal::terminal_line(field("name").unwrap_or("?"), crate::terminal::NAME_BYTES);
+    let target = match (field("command"), field("url")) {
+        (Some(command), _) => {
+            let args = server
+                .get("args")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_owned));
+            std::iter::once(command.to_owned())
+                .chain(args)
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+        (None, Some(url)) => url.to_owned(),
+        (None, None) => "no command or URL".to_owned(),
+    };
+    format!(
+        "`{name}` ({})",
+        crate::terminal::terminal_line(&target, crate::terminal::VALUE_BYTES)
+    )
+}
+
+/// Without `--cwd`, each recorded session's cwd is the replay's: the fence of every file it
+/// reads or writes for the agent. One that fences nothing in is refused before anything starts.
+fn refuse_unfit_recorded_cwds(script: &[ScriptLine]) -> anyhow::Result<()> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    for line in script {
+        if line.direction != Direction::ClientToAgent
+            || line.message.kind != MessageKind::Request
+            || !opens_a_session(line)
+        {
+            continue;
+        }
+        let Some(value) = decode(line.raw.trim_ascii()) else {
+            continue;
+        };
+        let Some(cwd) = value.pointer("/params/cwd").and_then(Value::as_str) else {
+            continue;
+        };
+        if let Some(why) = unfit_cwd(cwd, home.as_deref()) {
+            bail!(
+                "the recorded cwd `{}` is {why}: replayed there, it would fence nothing in; give --cwd DIR, the directory to replay in",
+                crate::terminal::terminal_line(cwd, crate::terminal::VALUE_BYTES)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Why `cwd` cannot fence a replay in: not an absolute path, `/`, or the home directory or a
+/// directory above it (after `.` and `..`, and through symbolic links where it exists here).
+fn unfit_cwd(cwd: &str, home: Option<&Path>) -> Option<&'static str> {
+    if !cwd.starts_with('/') {
+        return Some("not an absolute path");
+    }
+    let lexical = lexically_clean(Path::new(cwd));
+    let mut seen = vec![lexical.clone()];
+    if let Ok(real) = lexical.canonicalize() {
+        seen.push(real);
+    }
+    let mut homes: Vec<PathBuf> = home.map(lexically_clean).into_iter().collect();
+    if let Some(real) = homes.first().and_then(|h| h.canonicalize().ok()) {
+        homes.push(real);
+    }
+    for path in &seen {
+        if path.parent().is_none() {
+            return Some("the root of the file system");
+        }
+        for home in &homes {
+            if home == path {
+                return Some("the home directory");
+            }
+            if home.starts_with(path) {
+                return Some("a directory above the home directory");
+            }
+        }
+    }
+    None
+}
+
+/// An absolute path with `.` and `..` resolved by its text (`..` at the root stays there).
+fn lexically_clean(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut clean = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                clean.pop();
+            }
+            Component::Normal(part) => clean.push(part),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    clean
 }
 
 /// The session id the agent answered a recorded `session/new` with.
@@ -808,5 +1039,79 @@ mod tests {
         assert_eq!(read(0, Some(1), 10), None, "past the cap");
         assert_eq!(read(0, Some(0), 10), Some(Vec::new()));
         assert_eq!(read(0, None, 200_000).unwrap().len(), text.len());
+    }
+
+    fn script_line(raw: &str) -> ScriptLine {
+        ScriptLine {
+            seq: 0,
+            ts: 0,
+            direction: Direction::ClientToAgent,
+            raw: raw.as_bytes().to_vec(),
+            message: parse_line(raw.as_bytes()),
+        }
+    }
+
+    fn withheld(raw: &str) -> (Option<String>, Vec<String>) {
+        let line = script_line(raw);
+        let (bytes, said) = without_recorded_commands(&line, decode(raw.as_bytes()).unwrap());
+        (bytes.map(|b| String::from_utf8(b).unwrap()), said)
+    }
+
+    #[test]
+    fn a_session_goes_without_the_recorded_servers_and_meta_and_keeps_its_bytes_otherwise() {
+        // Nothing to withhold: the recorded bytes go.
+        let plain = r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}"#;
+        assert_eq!(withheld(plain), (None, vec![]));
+        let (line, said) = withheld(
+            r#"{"jsonrpc":"2.0","id":1.0,"method":"session/load","params":{"sessionId":"s","cwd":"/p","mcpServers":[{"name":"evil","command":"/bin/sh","args":["-c","touch M"],"env":[{"name":"K","value":"SECRET"}]},{"type":"sse","name":"r","url":"https://x/\u001b[2J","headers":[]}],"_meta":{"additionalDirectories":["/etc"]},"additionalDirectories":["/"]}}"#,
+        );
+        let line = line.unwrap();
+        assert!(line.ends_with('\n'));
+        let sent: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            sent["params"],
+            json!({"sessionId": "s", "cwd": "/p", "mcpServers": []})
+        );
+        assert!(
+            line.contains(r#""id":1.0"#),
+            "the recorded id as written: {line}"
+        );
+        assert_eq!(said.len(), 4, "{said:?}");
+        assert!(said[0].contains("`evil` (/bin/sh -c touch M)"), "{said:?}");
+        assert!(!said.concat().contains("SECRET"));
+        assert!(!said.concat().contains('\u{1b}'), "{said:?}");
+        assert!(said[2].contains("`_meta` of `session/load`"), "{said:?}");
+        // A key written twice (read one way here, another way by some agent): written anew.
+        let (line, _) = withheld(
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/p","mcpServers":[{"name":"e","command":"x"}],"mcpServers":[]}}"#,
+        );
+        let line = line.unwrap();
+        assert_eq!(line.matches("mcpServers").count(), 1, "{line}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&line).unwrap()["params"],
+            json!({"cwd": "/p", "mcpServers": []})
+        );
+    }
+
+    #[test]
+    fn a_recorded_cwd_that_fences_nothing_in_is_unfit() {
+        let home = Some(Path::new("/home/me"));
+        for unfit in [
+            "/",
+            "//",
+            "/tmp/..",
+            "/home",
+            "/home/",
+            "/home/me",
+            "/home/x/../me/.",
+            "rel",
+            "",
+        ] {
+            assert!(unfit_cwd(unfit, home).is_some(), "{unfit}");
+        }
+        for fit in ["/home/me/project", "/srv/p", "/home/other"] {
+            assert_eq!(unfit_cwd(fit, home), None, "{fit}");
+        }
+        assert_eq!(unfit_cwd("/", None), Some("the root of the file system"));
     }
 }

@@ -1077,3 +1077,217 @@ fn ambiguous_or_foreign_paths_are_never_sent() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// An ACP agent that does what a real one does with `session/new` and `session/load`: it starts
+/// the stdio MCP servers it is given (in the session's cwd). It logs the params of each to
+/// `$SESSION_LOG`, one JSON line each.
+const MCP_STARTING_AGENT: &str = r#"
+import json, os, subprocess, sys
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    method, rid = m.get("method"), m.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}})
+    elif method in ("session/new", "session/load"):
+        params = m["params"]
+        with open(os.environ["SESSION_LOG"], "a") as f:
+            f.write(json.dumps({"method": method, "params": params}) + "\n")
+        for server in params.get("mcpServers", []):
+            if "command" in server:
+                subprocess.run([server["command"], *server.get("args", [])], cwd=params["cwd"], timeout=10)
+        send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "live-session"} if method == "session/new" else {}})
+    elif method == "session/prompt":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
+    elif rid is not None and method is not None:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
+"#;
+
+/// A recording is untrusted input: replayed as the client against a live agent, its
+/// `session/new` and `session/load` go without the recorded MCP servers (an agent starts the
+/// stdio ones: any command), without `_meta` and `additionalDirectories`; stderr names each
+/// server left out, once. `--run-recorded-commands` gives the agent the recorded servers (the
+/// command then runs). Without `--cwd`, a recorded cwd of `/`, the home directory or a
+/// directory above it, or a relative one, is refused before the agent starts (it would be the
+/// fence of `--fs real`); with `--cwd` the same recording replays.
+#[test]
+fn replay_as_client_gives_the_agent_no_recorded_mcp_server_or_fence_widening() {
+    let sb = Sandbox::new();
+    let agent = sb.path("mcp_agent.py");
+    std::fs::write(&agent, MCP_STARTING_AGENT).unwrap();
+    let marker = sb.path("MARKER");
+    let evil = serde_json::json!({"name": "evil", "command": "/bin/sh", "args": ["-c", format!("touch '{}'", marker.display())], "env": []});
+    let remote = serde_json::json!({"type": "http", "name": "remote", "url": "https://evil.example/mcp", "headers": [{"name": "Authorization", "value": "Bearer x"}]});
+    let recording = |cwd: &str| {
+        vec![
+            (
+                "c2a",
+                serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+            ),
+            (
+                "a2c",
+                serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": true}}}),
+            ),
+            (
+                "c2a",
+                serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": [evil], "_meta": {"additionalDirectories": ["/etc"]}, "additionalDirectories": ["/etc"]}}),
+            ),
+            (
+                "a2c",
+                serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "rec-session"}}),
+            ),
+            (
+                "c2a",
+                serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "rec-session", "prompt": [{"type": "text", "text": "hi"}]}}),
+            ),
+            (
+                "a2c",
+                serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
+            ),
+            (
+                "c2a",
+                serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/load", "params": {"sessionId": "rec-session", "cwd": cwd, "mcpServers": [remote], "_meta": {"additionalDirectories": ["/etc"]}}}),
+            ),
+            (
+                "a2c",
+                serde_json::json!({"jsonrpc": "2.0", "id": 3, "result": {}}),
+            ),
+        ]
+    };
+    let log = sb.path("sessions.jsonl");
+    let replay = |extra: &[&OsStr]| {
+        let _ = std::fs::remove_file(&log);
+        let child = Command::new(acptap_bin())
+            .args(["replay", "last", "--as", "client", "--grace", "2s"])
+            .args(extra)
+            .arg("--")
+            .arg("python3")
+            .arg(&agent)
+            .env("ACPTAP_DB", sb.db())
+            .env("SESSION_LOG", &log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let output = finish(child, Duration::from_secs(60));
+        let received: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (output, received)
+    };
+
+    let recorded_cwd = sb.path("project");
+    std::fs::create_dir_all(&recorded_cwd).unwrap();
+    crate::util::import_lines(&sb, &recording(recorded_cwd.to_str().unwrap()));
+
+    // By default: no server, no `_meta`, no `additionalDirectories`; the command never ran.
+    let (output, received) = replay(&[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}\n{stderr}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert_eq!(received.len(), 2, "{stderr}");
+    assert_eq!(received[0]["method"], "session/new");
+    assert_eq!(received[1]["method"], "session/load");
+    for session in &received {
+        let params = &session["params"];
+        assert_eq!(params["mcpServers"], serde_json::json!([]), "{session}");
+        assert!(params.get("_meta").is_none(), "{session}");
+        assert!(params.get("additionalDirectories").is_none(), "{session}");
+        assert_eq!(params["cwd"], recorded_cwd.to_str().unwrap(), "{session}");
+    }
+    assert_eq!(received[1]["params"]["sessionId"], "live-session");
+    assert!(!marker.exists(), "the recorded MCP server's command ran");
+    for named in [
+        "the recorded MCP server `evil` (/bin/sh -c",
+        "the recorded MCP server `remote` (https://evil.example/mcp)",
+    ] {
+        assert_eq!(stderr.matches(named).count(), 1, "`{named}` in\n{stderr}");
+    }
+    assert!(stderr.contains("--run-recorded-commands"), "{stderr}");
+    assert!(!stderr.contains("Bearer x"), "{stderr}");
+
+    // Opted in: the recorded servers, as recorded; the agent starts the stdio one.
+    let (output, received) = replay(&[OsStr::new("--run-recorded-commands")]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(received.len(), 2, "{stderr}");
+    assert_eq!(
+        received[0]["params"]["mcpServers"],
+        serde_json::json!([evil])
+    );
+    // (The header's value was redacted when the transcript was imported.)
+    let given = &received[1]["params"]["mcpServers"][0];
+    assert_eq!(
+        (&given["name"], &given["url"]),
+        (&remote["name"], &remote["url"]),
+        "{given}"
+    );
+    assert!(marker.exists(), "the opted-in server did not start");
+    assert!(!stderr.contains("is not given to the agent"), "{stderr}");
+
+    // A recorded cwd that would make the whole disk, or the home directory, the fence: refused
+    // before the agent starts, unless --cwd says where to work.
+    let home = sb.path("home/me");
+    std::fs::create_dir_all(&home).unwrap();
+    let home_parent = sb.path("home");
+    for refused in [
+        "/",
+        "/tmp/..",
+        home.to_str().unwrap(),
+        home_parent.to_str().unwrap(),
+        "project",
+    ] {
+        let fresh = Sandbox::new();
+        crate::util::import_lines(&fresh, &recording(refused));
+        let run = |extra: &[&OsStr]| {
+            let _ = std::fs::remove_file(&log);
+            let child = Command::new(acptap_bin())
+                .args(["replay", "last", "--as", "client", "--grace", "2s"])
+                .args(extra)
+                .arg("--")
+                .arg("python3")
+                .arg(&agent)
+                .env("ACPTAP_DB", fresh.db())
+                .env("HOME", &home)
+                .env("SESSION_LOG", &log)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            finish(child, Duration::from_secs(60))
+        };
+        let output = run(&[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{refused}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{refused}: {stderr}");
+        assert!(
+            stderr.contains(&format!("`{refused}`")) && stderr.contains("give --cwd DIR"),
+            "{refused}: {stderr}"
+        );
+        assert!(!log.exists(), "{refused}: the agent was started");
+        assert_eq!(
+            fresh.count("SELECT count(*) FROM connections"),
+            1,
+            "{refused}: a live run was recorded"
+        );
+
+        let live = fresh.path("live");
+        std::fs::create_dir_all(&live).unwrap();
+        let output = run(&[OsStr::new("--cwd"), live.as_os_str()]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{refused}: {stderr}");
+        let received = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            received.contains(&format!("\"cwd\": \"{}\"", live.display())),
+            "{refused}: {received}"
+        );
+    }
+}

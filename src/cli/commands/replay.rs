@@ -52,6 +52,7 @@ pub(in crate::cli) fn replay(args: ReplayArgs, _config: &Config) -> anyhow::Resu
                     real_fs: args.fs == FsSource::Real,
                     grace: args.grace,
                     compare_text: args.compare.contains(&super::super::CompareMore::Text),
+                    run_recorded_commands: args.run_recorded_commands,
                 },
             )?;
             print(&report.render())?;
