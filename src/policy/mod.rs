@@ -160,6 +160,18 @@ impl DecisionInput {
             agent: context.agent.map(str::to_owned),
             left_to_user: unknown.map(|(guard, why)| (Some(guard), why)),
         };
+        if params.get("subject").is_some() {
+            // ACP v2's shape: the `subject` is what the client shows and what the agent says it
+            // will do. Until the rules judge subjects, such a request is never decided on a v1
+            // `toolCall` beside it (which may say `cargo test` while the subject says `rm -rf ~`).
+            let why = if params.get("toolCall").is_some() {
+                "the request carries both a v1 `toolCall` and a v2 `subject`, which acptap does not judge yet: left to the user"
+            } else {
+                "a v2 request (its `subject`), which acptap does not judge yet: left to the user"
+            };
+            input.left_to_user.get_or_insert((None, why.into()));
+            return input;
+        }
         let Some(Value::Object(update)) = params.get("toolCall") else {
             return input;
         };

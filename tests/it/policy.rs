@@ -370,6 +370,57 @@ fn policy_check_prints_the_decision_as_json() {
     );
 }
 
+/// ACP v2's permission request names what it is about in `subject`: a request whose v1
+/// `toolCall` reads inside the project, beside a v2 subject that runs `rm -rf ~`, was allowed on
+/// the `toolCall`. Until subjects are judged, any request with one goes to the user.
+#[test]
+fn a_request_with_a_v2_subject_is_never_decided_on_its_v1_tool_call() {
+    let sb = Sandbox::new();
+    let policy = sb.path("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let request = sb.path("request.json");
+    let decide = |message: &serde_json::Value| {
+        std::fs::write(&request, serde_json::to_vec(message).unwrap()).unwrap();
+        let out = sb.acptap(&[
+            "policy",
+            "check",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--request",
+            request.to_str().unwrap(),
+            "--cwd",
+            "/work/p",
+            "--json",
+        ]);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let mut message = permission(json!(7), "t");
+    message["params"]["toolCall"] =
+        json!({"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]});
+    assert_eq!(decide(&message)["decision"], "allow");
+    for subject in [
+        json!({"type": "command", "command": "rm -rf ~", "cwd": "/work/p"}),
+        json!({"type": "tool_call", "toolCall": {"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]}}),
+    ] {
+        message["params"]["subject"] = subject.clone();
+        let verdict = decide(&message);
+        assert_eq!(verdict["decision"], "ask", "{subject}: {verdict}");
+        assert!(
+            verdict["reason"]
+                .as_str()
+                .unwrap()
+                .contains("both a v1 `toolCall` and a v2 `subject`"),
+            "{verdict}"
+        );
+    }
+    message["params"]
+        .as_object_mut()
+        .unwrap()
+        .remove("toolCall");
+    let verdict = decide(&message);
+    assert_eq!(verdict["decision"], "ask", "{verdict}");
+}
+
 #[test]
 fn policy_replay_shows_would_allow_but_user_rejected_first() {
     use crate::util::{SAMPLES, fixture, load_transcript};
