@@ -32,6 +32,7 @@ use anyhow::bail;
 use serde_json::{Value, json};
 
 use super::outbound::{Allowances, Gate};
+use super::say;
 use super::script::{ScriptLine, with_id, with_renamed_strings};
 use crate::protocol::{Direction, Message, MessageKind, parse_line};
 
@@ -71,14 +72,6 @@ impl AgentReplayReport {
         });
         out
     }
-}
-
-/// One line on stderr: recorded text is shown with no control or bidi character, on one line.
-fn say(what: &str) {
-    eprintln!(
-        "acptap replay: {}",
-        crate::terminal::terminal_line(what, crate::terminal::VALUE_BYTES)
-    );
 }
 
 /// What the replay waits for next.

@@ -31,6 +31,7 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use super::divergence;
+use super::say;
 use super::script::{ScriptLine, with_id, with_renamed_strings};
 use crate::protocol::message::decode;
 use crate::protocol::{Direction, Message, MessageKind, parse_line};
@@ -102,15 +103,6 @@ struct Driver {
     run_recorded_commands: bool,
     /// What stderr already said was withheld from the agent: each said once.
     withheld_said: HashSet<String>,
-}
-
-/// One line on stderr. What it says quotes the recording and the live agent (methods, paths):
-/// made safe and kept on its line (`terminal_line`).
-fn say(what: &str) {
-    eprintln!(
-        "acptap replay: {}",
-        crate::terminal::terminal_line(what, 2 * crate::terminal::VALUE_BYTES)
-    );
 }
 
 /// ACP's error code for a file that is not there (the agent may then create it).
@@ -391,14 +383,15 @@ impl Driver {
                     .unwrap_or_default()
             ));
         }
-        // And through symlinks: what exists of the path must resolve inside the cwd too.
-        let existing = if method == "fs/read_text_file" {
+        // And through symlinks: what exists of the path must resolve inside the cwd too (a
+        // write's last component is refused below if it is a link at all).
+        let judged = if method == "fs/read_text_file" {
             Some(path)
         } else {
             path.parent()
         };
-        if let (Some(existing), Some((_, live))) = (existing, &self.cwd)
-            && let (Ok(real), Ok(root)) = (existing.canonicalize(), live.canonicalize())
+        if let (Some(judged), Some((_, live))) = (judged, &self.cwd)
+            && let (Some(real), Ok(root)) = (super::resolved_on_disk(judged), live.canonicalize())
             && !real.starts_with(&root)
         {
             return Reply::Error(format!(
@@ -917,20 +910,10 @@ fn unfit_cwd(cwd: &str, home: Option<&Path>) -> Option<&'static str> {
     None
 }
 
-/// An absolute path with `.` and `..` resolved by its text (`..` at the root stays there).
+/// An absolute path with `.` and `..` resolved by its text; one that climbs above `/` is taken as
+/// `/` (which no replay fences in).
 fn lexically_clean(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut clean = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                clean.pop();
-            }
-            Component::Normal(part) => clean.push(part),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    clean
+    PathBuf::from(super::lexical(&path.to_string_lossy()).unwrap_or_else(|| "/".into()))
 }
 
 /// The session id the agent answered a recorded `session/new` with.

@@ -7,21 +7,55 @@ pub mod divergence;
 pub mod outbound;
 pub mod script;
 
-/// Whether `path` lies in `dir`, by its components after `.` and `..` are taken out lexically
-/// (a replay answers files inside the session's cwd only).
-pub fn lexically_inside(path: &std::path::Path, dir: &std::path::Path) -> bool {
-    use std::path::Component;
-    let mut clean = std::path::PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                if !clean.pop() {
-                    return false;
-                }
+use std::path::{Path, PathBuf};
+
+/// One line of the replay's own on stderr: what it quotes of the recording and the live peer
+/// (methods, paths, ids) made safe for a terminal, kept on its line and cut.
+pub(crate) fn say(what: &str) {
+    eprintln!(
+        "acptap replay: {}",
+        crate::terminal::terminal_line(what, 2 * crate::terminal::VALUE_BYTES)
+    );
+}
+
+/// `path` with `.` and `..` resolved by its text; `None` if it climbs above its root (`/` for
+/// an absolute path, the cwd for a relative one).
+pub fn lexical(path: &str) -> Option<String> {
+    let absolute = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
             }
-            Component::CurDir => {}
-            other => clean.push(other),
+            other => parts.push(other),
         }
     }
-    clean.starts_with(dir)
+    let joined = parts.join("/");
+    Some(if absolute {
+        format!("/{joined}")
+    } else {
+        joined
+    })
+}
+
+/// Whether `path` lies in `dir`, by its components after `.` and `..` are taken out lexically
+/// (a replay answers files inside the session's cwd only).
+pub fn lexically_inside(path: &Path, dir: &Path) -> bool {
+    lexical(&path.to_string_lossy()).is_some_and(|clean| Path::new(&clean).starts_with(dir))
+}
+
+/// `path` as the file system resolves it: its deepest existing ancestor (the path itself when it
+/// exists, a symbolic link followed) canonicalised, the rest appended; `None` when that
+/// ancestor does not resolve (a dangling symbolic link).
+pub fn resolved_on_disk(path: &Path) -> Option<PathBuf> {
+    let existing = path.ancestors().find(|p| p.symlink_metadata().is_ok())?;
+    let real = existing.canonicalize().ok()?;
+    let rest = path.strip_prefix(existing).ok()?;
+    Some(if rest.as_os_str().is_empty() {
+        real
+    } else {
+        real.join(rest)
+    })
 }

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::{lexical, resolved_on_disk};
 use crate::protocol::message::decode;
 
 /// The methods with which the live client runs something on the machine.
@@ -661,36 +662,15 @@ fn path_words(text: &str) -> Vec<std::ops::Range<usize>> {
     words
 }
 
-/// `path` as the file system resolves it: its deepest existing ancestor (the path itself when it
-/// exists, a symbolic link followed) canonicalised, the rest appended; `None` when nothing of it
-/// resolves.
-fn resolved_on_disk(path: &Path) -> Option<PathBuf> {
-    let existing = path.ancestors().find(|p| p.symlink_metadata().is_ok())?;
-    let real = existing.canonicalize().ok()?;
-    let rest = path.strip_prefix(existing).ok()?;
-    Some(if rest.as_os_str().is_empty() {
-        real
-    } else {
-        real.join(rest)
-    })
-}
-
-/// Whether `path`, inside `live` by its text, leaves it on disk: its deepest existing ancestor,
-/// resolved, is not inside `live` resolved.
+/// Whether `path`, inside `live` by its text, leaves it on disk: resolved, it is not inside
+/// `live` resolved, or it goes through a dangling symbolic link (where it leads is not known).
 fn leaves_on_disk(path: &Path, live: &Path) -> bool {
     let Ok(root) = live.canonicalize() else {
         return false; // no live cwd on this machine: nothing on disk to go through
     };
-    let existing = path
-        .ancestors()
-        .find(|p| p.symlink_metadata().is_ok())
-        .unwrap_or(live);
-    match existing.canonicalize() {
-        Ok(real) => !real.starts_with(&root),
-        // A dangling symbolic link: where it leads is not known.
-        Err(_) => existing
-            .symlink_metadata()
-            .is_ok_and(|m| m.file_type().is_symlink()),
+    match resolved_on_disk(path) {
+        Some(real) => !real.starts_with(&root),
+        None => true,
     }
 }
 
@@ -789,28 +769,6 @@ fn serialised(value: &Value) -> Vec<u8> {
 /// A recorded path for a message: cut, and safe for a terminal.
 fn shown(path: &str) -> String {
     crate::terminal::terminal_line(path, crate::terminal::NAME_BYTES).into_owned()
-}
-
-/// `path` with `.` and `..` resolved by its text; `None` if it climbs above its root (`/` for
-/// an absolute path, the cwd for a relative one).
-fn lexical(path: &str) -> Option<String> {
-    let absolute = path.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            other => parts.push(other),
-        }
-    }
-    let joined = parts.join("/");
-    Some(if absolute {
-        format!("/{joined}")
-    } else {
-        joined
-    })
 }
 
 #[cfg(test)]

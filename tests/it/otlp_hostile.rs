@@ -117,19 +117,9 @@ fn recorded_sandbox() -> Sandbox {
 /// `acptap export last --format otlp --endpoint URL [extra]`, ended by the test if it runs for
 /// more than a minute (a hang fails the test instead of blocking it).
 fn export_to(sb: &Sandbox, url: &str, extra: &[&str]) -> Output {
-    let child = Command::new(crate::util::acptap_bin())
-        .args(["export", "last", "--format", "otlp", "--endpoint", url])
-        .args(extra)
-        .env("ACPTAP_DB", sb.db())
-        .env("XDG_CONFIG_HOME", sb.dir.path())
-        .env_remove("OTEL_EXPORTER_OTLP_HEADERS")
-        .env_remove("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start acptap export");
-    finish(child, Duration::from_secs(60))
+    let mut args = vec!["export", "last", "--format", "otlp", "--endpoint", url];
+    args.extend_from_slice(extra);
+    acptap_in(sb, &args)
 }
 
 fn said(out: &Output) -> String {

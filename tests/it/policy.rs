@@ -335,22 +335,14 @@ fn a_policy_that_does_not_load_stops_run_before_the_agent_starts() {
     assert!(!pidfile.exists(), "the agent was started");
 }
 
-#[test]
-fn policy_check_prints_the_decision_as_json() {
-    let sb = Sandbox::new();
-    let policy = sb.path("policy.toml");
-    std::fs::write(&policy, POLICY).unwrap();
+/// `acptap policy check --policy POLICY --request MESSAGE --cwd /work/p --json`: the verdict.
+fn policy_check_json(
+    sb: &Sandbox,
+    policy: &std::path::Path,
+    message: &serde_json::Value,
+) -> serde_json::Value {
     let request = sb.path("request.json");
-    std::fs::write(
-        &request,
-        serde_json::to_vec(&permission(json!(7), "t")).unwrap(),
-    )
-    .unwrap();
-    // The whole message, with a toolCall that reads inside --cwd.
-    let mut message = permission(json!(7), "t");
-    message["params"]["toolCall"] =
-        json!({"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]});
-    std::fs::write(&request, serde_json::to_vec(&message).unwrap()).unwrap();
+    std::fs::write(&request, serde_json::to_vec(message).unwrap()).unwrap();
     let out = sb.acptap(&[
         "policy",
         "check",
@@ -362,7 +354,19 @@ fn policy_check_prints_the_decision_as_json() {
         "/work/p",
         "--json",
     ]);
-    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn policy_check_prints_the_decision_as_json() {
+    let sb = Sandbox::new();
+    let policy = sb.path("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    // The whole message, with a toolCall that reads inside --cwd.
+    let mut message = permission(json!(7), "t");
+    message["params"]["toolCall"] =
+        json!({"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]});
+    let verdict = policy_check_json(&sb, &policy, &message);
     assert_eq!(
         verdict,
         json!({"decision": "allow", "rule": "read-project", "optionId": "allow", "reason": "rule `read-project` (".to_owned()
@@ -378,22 +382,7 @@ fn a_request_with_a_v2_subject_is_never_decided_on_its_v1_tool_call() {
     let sb = Sandbox::new();
     let policy = sb.path("policy.toml");
     std::fs::write(&policy, POLICY).unwrap();
-    let request = sb.path("request.json");
-    let decide = |message: &serde_json::Value| {
-        std::fs::write(&request, serde_json::to_vec(message).unwrap()).unwrap();
-        let out = sb.acptap(&[
-            "policy",
-            "check",
-            "--policy",
-            policy.to_str().unwrap(),
-            "--request",
-            request.to_str().unwrap(),
-            "--cwd",
-            "/work/p",
-            "--json",
-        ]);
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
-    };
+    let decide = |message: &serde_json::Value| policy_check_json(&sb, &policy, message);
     let mut message = permission(json!(7), "t");
     message["params"]["toolCall"] =
         json!({"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]});

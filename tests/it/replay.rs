@@ -197,6 +197,39 @@ fn replay_as_client(sb: &Sandbox, session: &str, agent: &[&OsStr]) -> std::proce
     finish(child, Duration::from_secs(60))
 }
 
+/// `acptap replay last --as client ARGS -- python3 AGENT` with `env` for the agent, given
+/// `limit` to end; returns the replay's output and the JSON lines the agent logged to `log`
+/// (removed first).
+fn replay_to_logging_agent(
+    sb: &Sandbox,
+    args: &[&OsStr],
+    agent: impl AsRef<OsStr>,
+    env: &[(&str, &OsStr)],
+    log: &std::path::Path,
+    limit: Duration,
+) -> (std::process::Output, Vec<serde_json::Value>) {
+    let _ = std::fs::remove_file(log);
+    let child = Command::new(acptap_bin())
+        .args(["replay", "last", "--as", "client", "--grace", "2s"])
+        .args(args)
+        .arg("--")
+        .arg("python3")
+        .arg(agent)
+        .env("ACPTAP_DB", sb.db())
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = finish(child, limit);
+    let logged = std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (output, logged)
+}
+
 #[test]
 fn replay_as_client_against_the_demo_agent_is_a_ci_gate() {
     let sb = Sandbox::new();
@@ -785,26 +818,19 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
     std::os::unix::fs::symlink(&outside, live.join("link.txt")).unwrap();
     let log = sb.path("answers.jsonl");
     let replay = |fs: &str| {
-        let _ = std::fs::remove_file(&log);
-        let child = Command::new(acptap_bin())
-            .args([
-                "replay", "last", "--as", "client", "--fs", fs, "--grace", "2s", "--cwd",
-            ])
-            .arg(&live)
-            .args(["--", "python3", agent])
-            .env("ACPTAP_DB", sb.db())
-            .env("FS_AGENT_LOG", &log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let output = finish(child, Duration::from_secs(60));
-        let answers: Vec<serde_json::Value> = std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        (output, answers)
+        replay_to_logging_agent(
+            &sb,
+            &[
+                "--fs".as_ref(),
+                fs.as_ref(),
+                "--cwd".as_ref(),
+                live.as_ref(),
+            ],
+            agent,
+            &[("FS_AGENT_LOG", log.as_ref())],
+            &log,
+            Duration::from_secs(60),
+        )
     };
 
     let (output, answers) = replay("real");
@@ -916,26 +942,21 @@ fn replay_as_client_real_fs_refuses_hard_links_and_pipes_and_reads_only_what_is_
         ["fs/write_text_file", "new.txt", {"content": "written"}],
     ]);
     let log = sb.path("answers.jsonl");
-    let child = Command::new(acptap_bin())
-        .args([
-            "replay", "last", "--as", "client", "--fs", "real", "--grace", "2s", "--",
-        ])
-        .args(["python3", agent])
-        .env("ACPTAP_DB", sb.db())
-        .env("FS_AGENT_LOG", &log)
-        .env("FS_AGENT_REQUESTS", requests.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Generous: only a hang (on the pipe) or a whole read of 3 GB can take this long.
-    let output = finish(child, Duration::from_secs(120));
+    let requests = requests.to_string();
+    let (output, logged) = replay_to_logging_agent(
+        &sb,
+        &["--fs".as_ref(), "real".as_ref()],
+        agent,
+        &[
+            ("FS_AGENT_LOG", log.as_ref()),
+            ("FS_AGENT_REQUESTS", requests.as_ref()),
+        ],
+        &log,
+        // Generous: only a hang (on the pipe) or a whole read of 3 GB can take this long.
+        Duration::from_secs(120),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let answers: Vec<serde_json::Value> = std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["answer"].clone())
-        .collect();
+    let answers: Vec<serde_json::Value> = logged.iter().map(|l| l["answer"].clone()).collect();
     assert_eq!(answers.len(), 7, "{stderr}");
     let error = |n: usize, needle: &str| {
         let message = answers[n]["error"]["message"].as_str().unwrap_or_default();
@@ -1158,26 +1179,14 @@ fn replay_as_client_gives_the_agent_no_recorded_mcp_server_or_fence_widening() {
     };
     let log = sb.path("sessions.jsonl");
     let replay = |extra: &[&OsStr]| {
-        let _ = std::fs::remove_file(&log);
-        let child = Command::new(acptap_bin())
-            .args(["replay", "last", "--as", "client", "--grace", "2s"])
-            .args(extra)
-            .arg("--")
-            .arg("python3")
-            .arg(&agent)
-            .env("ACPTAP_DB", sb.db())
-            .env("SESSION_LOG", &log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let output = finish(child, Duration::from_secs(60));
-        let received: Vec<serde_json::Value> = std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        (output, received)
+        replay_to_logging_agent(
+            &sb,
+            extra,
+            &agent,
+            &[("SESSION_LOG", log.as_ref())],
+            &log,
+            Duration::from_secs(60),
+        )
     };
 
     let recorded_cwd = sb.path("project");
