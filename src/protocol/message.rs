@@ -88,10 +88,13 @@ impl Message {
         self.value.as_ref()?.get("error")
     }
 
-    /// `params.sessionId`, or `result.sessionId` for a `session/new` answer.
+    /// `params.sessionId` (or an elicitation's `params.scope.sessionId`), or `result.sessionId`
+    /// for a `session/new` or `session/fork` answer.
     pub fn session_id(&self) -> Option<&str> {
-        self.params()
+        let params = self.params();
+        params
             .and_then(|p| p.get("sessionId"))
+            .or_else(|| params.and_then(|p| p.get("scope")?.get("sessionId")))
             .or_else(|| self.result().and_then(|r| r.get("sessionId")))
             .and_then(Value::as_str)
     }
@@ -106,13 +109,20 @@ impl Message {
         }
     }
 
-    /// The tool call a `session/update` or `session/request_permission` is about.
+    /// The tool call a message is about: a `session/update`'s, a permission request's (its v2
+    /// subject's, else its v1 `toolCall`'s), `tool_call/cancel`'s, an elicitation scope's.
     pub fn tool_call_id(&self) -> Option<&str> {
         let params = self.params()?;
+        if let Some(update) = params.get("update") {
+            return update.get("toolCallId").and_then(Value::as_str);
+        }
+        if self.method.as_deref() == Some("session/request_permission") {
+            return crate::protocol::state::PermissionShapes::of(Some(params)).tool_call_id();
+        }
         params
-            .get("update")
-            .or_else(|| params.get("toolCall"))
-            .and_then(|u| u.get("toolCallId"))
+            .get("toolCallId")
+            .or_else(|| params.get("scope")?.get("toolCallId"))
+            .or_else(|| params.get("toolCall")?.get("toolCallId"))
             .and_then(Value::as_str)
     }
 }
@@ -126,6 +136,8 @@ const METHODS_WITH_FACTS: &[&str] = &[
     "initialize",
     "session/new",
     "session/load",
+    "session/resume",
+    "session/fork",
     "session/prompt",
     "session/update",
     "session/request_permission",

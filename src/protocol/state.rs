@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 use super::message::{Direction, Message, MessageKind};
 use super::toolcall::{self, ToolCall, ToolCalls, UpdateKind};
+use super::version::Version;
 
 /// Something learned from one line, for the store.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +35,8 @@ pub enum Fact {
         protocol_version: Option<Value>,
         agent_info: Option<Value>,
     },
-    /// A session exists: from `session/new`'s answer, `session/load`, or an id seen in traffic.
+    /// A session exists: from `session/new`'s answer, `session/load`, `session/resume`,
+    /// `session/fork`'s answer, or an id seen in traffic.
     Session {
         session_id: String,
         cwd: Option<String>,
@@ -68,6 +70,10 @@ pub enum Fact {
         session_id: Option<String>,
         tool_call_id: Option<String>,
         options: Option<Value>,
+        /// v2: the prompt's `title` and `description`, and the `subject` as it came (any type).
+        title: Option<String>,
+        description: Option<String>,
+        subject: Option<Value>,
     },
     PermissionDecided {
         request_seq: i64,
@@ -108,6 +114,9 @@ pub struct SessionState {
     tool_calls: ToolCalls,
     /// `agentInfo.name` from the agent's answer to `initialize`.
     agent_name: Option<String>,
+    /// The protocol version: the client's proposal until the agent answers `initialize`, then the
+    /// negotiated one.
+    version: Option<Version>,
     /// For the tap: no facts (and no copies of tool-call values for them), and only the requests
     /// whose answers it reads (`initialize`, `session/new`) are remembered.
     tap: bool,
@@ -152,9 +161,18 @@ impl SessionState {
         self.agent_name.as_deref()
     }
 
-    /// Whether a `session/new` waits for the agent's answer (which names the new session).
+    /// The connection's protocol version: negotiated (the agent's answer to `initialize`), else
+    /// proposed (the client's `initialize`), else `None` (no `initialize` seen).
+    pub fn version(&self) -> Option<Version> {
+        self.version
+    }
+
+    /// Whether a `session/new` or `session/fork` waits for the agent's answer (which names the
+    /// new session).
     pub fn waiting_for_new_session(&self) -> bool {
-        self.pending.values().any(|p| p.method == "session/new")
+        self.pending
+            .values()
+            .any(|p| matches!(p.method.as_str(), "session/new" | "session/fork"))
     }
 
     /// Observes one line, numbered `seq`, that went `direction`.
@@ -212,15 +230,26 @@ impl SessionState {
         let params = msg.params();
         let mut keep_params = false;
         match (direction, method.as_str()) {
-            (Direction::ClientToAgent, "initialize") => out.facts.push(Fact::ClientInitialize {
-                protocol_version: field(params, "protocolVersion"),
-                client_info: field(params, "clientInfo"),
-            }),
-            (Direction::ClientToAgent, "session/new") => keep_params = true,
-            (Direction::ClientToAgent, "session/load") => {
+            (Direction::ClientToAgent, "initialize") => {
+                let proposed = params.and_then(|p| p.get("protocolVersion"));
+                if self.version.is_none() {
+                    self.version = proposed.and_then(Version::from_value);
+                }
+                out.facts.push(Fact::ClientInitialize {
+                    protocol_version: proposed.cloned(),
+                    client_info: field(params, "clientInfo"),
+                })
+            }
+            (Direction::ClientToAgent, "session/new" | "session/fork") => keep_params = true,
+            (Direction::ClientToAgent, "session/load" | "session/resume") => {
                 if let Some(session_id) = msg.session_id() {
                     let cwd = str_field(params, "cwd");
-                    self.note_session(session_id, cwd, "load", &mut out.facts);
+                    let origin = if method == "session/load" {
+                        "load"
+                    } else {
+                        "resume"
+                    };
+                    self.note_session(session_id, cwd, origin, &mut out.facts);
                 }
             }
             (Direction::ClientToAgent, "session/prompt") => out.facts.push(Fact::TurnStarted {
@@ -228,29 +257,42 @@ impl SessionState {
             }),
             (Direction::AgentToClient, "session/request_permission") => {
                 keep_params = true;
-                let tool_call = params.and_then(|p| p.get("toolCall"));
-                let tool_call_id = tool_call
-                    .and_then(|t| t.get("toolCallId"))
-                    .and_then(Value::as_str);
-                if let (Some(session_id), Some(Value::Object(update))) =
-                    (msg.session_id(), tool_call)
+                let request = PermissionShapes::of(params);
+                // Both shapes update the call as the client applies them: v1's `toolCall`, and
+                // v2's `tool_call` subject ("exactly like a `tool_call_update`").
+                for update in [request.v1_tool_call, request.subject_tool_call]
+                    .into_iter()
+                    .flatten()
                 {
-                    self.apply_tool_call(
-                        session_id,
-                        update,
-                        UpdateKind::PermissionRequest,
-                        &mut out.facts,
-                    );
+                    if let Some(session_id) = msg.session_id() {
+                        self.apply_tool_call(
+                            session_id,
+                            update,
+                            UpdateKind::PermissionRequest,
+                            &mut out.facts,
+                        );
+                    }
                 }
                 out.facts.push(Fact::PermissionRequested {
                     session_id: msg.session_id().map(str::to_owned),
-                    tool_call_id: tool_call_id.map(str::to_owned),
+                    tool_call_id: request.tool_call_id().map(str::to_owned),
                     options: field(params, "options"),
+                    title: str_field(params, "title"),
+                    description: str_field(params, "description"),
+                    subject: params
+                        .and_then(|p| p.get("subject"))
+                        .filter(|s| !s.is_null())
+                        .cloned(),
                 });
             }
             _ => {}
         }
-        if self.tap && !matches!(method.as_str(), "initialize" | "session/new") {
+        if self.tap
+            && !matches!(
+                method.as_str(),
+                "initialize" | "session/new" | "session/fork"
+            )
+        {
             return;
         }
         self.pending.insert(
@@ -339,18 +381,29 @@ impl SessionState {
         match request.method.as_str() {
             "initialize" if direction == Direction::AgentToClient => {
                 self.agent_name = str_field(result.and_then(|r| r.get("agentInfo")), "name");
+                if let Some(version) = result
+                    .and_then(|r| r.get("protocolVersion"))
+                    .and_then(Version::from_value)
+                {
+                    self.version = Some(version);
+                }
                 out.facts.push(Fact::AgentInitialize {
                     protocol_version: field(result, "protocolVersion"),
                     agent_info: field(result, "agentInfo"),
                 })
             }
-            "session/new" => {
+            "session/new" | "session/fork" => {
                 if let Some(session_id) = result
                     .and_then(|r| r.get("sessionId"))
                     .and_then(Value::as_str)
                 {
                     let cwd = str_field(params, "cwd");
-                    self.note_session(session_id, cwd, "new", &mut out.facts);
+                    let origin = if request.method == "session/new" {
+                        "new"
+                    } else {
+                        "fork"
+                    };
+                    self.note_session(session_id, cwd, origin, &mut out.facts);
                 }
             }
             "session/prompt" => out.facts.push(Fact::TurnEnded {
@@ -392,6 +445,58 @@ impl SessionState {
             }
             _ => {}
         }
+    }
+}
+
+/// The two shapes a `session/request_permission` may carry: v1's `toolCall`, and v2's `subject`
+/// (`tool_call` with a `toolCall` update, `command` with a command and cwd, or another type).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PermissionShapes<'a> {
+    /// v1: `params.toolCall`, when it is an object.
+    pub v1_tool_call: Option<&'a Map<String, Value>>,
+    /// v2: `params.subject`, when present and not `null`.
+    pub subject: Option<&'a Value>,
+    /// v2: `params.subject.toolCall` of a `tool_call` subject, when it is an object.
+    pub subject_tool_call: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> PermissionShapes<'a> {
+    pub fn of(params: Option<&'a Value>) -> Self {
+        let object = |v: Option<&'a Value>| match v {
+            Some(Value::Object(map)) => Some(map),
+            _ => None,
+        };
+        let subject = params
+            .and_then(|p| p.get("subject"))
+            .filter(|s| !s.is_null());
+        let subject_tool_call = subject
+            .filter(|s| s.get("type").and_then(Value::as_str) == Some("tool_call"))
+            .and_then(|s| object(s.get("toolCall")));
+        PermissionShapes {
+            v1_tool_call: object(params.and_then(|p| p.get("toolCall"))),
+            subject,
+            subject_tool_call,
+        }
+    }
+
+    /// The subject's `type`, as text (`None`: no subject, or a type that is not a string).
+    pub fn subject_type(&self) -> Option<&'a str> {
+        self.subject?.get("type")?.as_str()
+    }
+
+    /// The tool call the request is about: the subject's (a `tool_call` subject's update, a
+    /// `command` subject's `toolCallId`), else v1's.
+    pub fn tool_call_id(&self) -> Option<&'a str> {
+        let id = |m: &'a Map<String, Value>| m.get("toolCallId").and_then(Value::as_str);
+        self.subject_tool_call
+            .and_then(id)
+            .or_else(|| {
+                self.subject
+                    .filter(|_| self.subject_type() == Some("command"))
+                    .and_then(|s| s.get("toolCallId"))
+                    .and_then(Value::as_str)
+            })
+            .or_else(|| self.v1_tool_call.and_then(id))
     }
 }
 

@@ -45,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0005_proxy_identity.sql"),
     include_str!("../../migrations/0006_lean_message_indexes.sql"),
     include_str!("../../migrations/0007_search.sql"),
+    include_str!("../../migrations/0008_protocol_v2.sql"),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -747,14 +748,17 @@ fn store_fact(
             session_id,
             tool_call_id,
             options,
+            title,
+            description,
+            subject,
         } => {
             let policy = row.annotation.policy.as_deref();
             tx.prepare_cached(
                 "INSERT OR IGNORE INTO permission_requests (connection_id, session_id, tool_call_id,
                      request_seq, request_message_id, requested_at, options, policy_decision,
                      policy_rule, policy_hash, policy_reason, policy_option_id, policy_shadow,
-                     policy_input)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                     policy_input, title, description, subject)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             )?
             .execute(params![
                 connection_id,
@@ -771,6 +775,9 @@ fn store_fact(
                 policy.and_then(|p| p.option_id.as_deref()),
                 policy.map(|p| p.shadow),
                 policy.map(|p| p.input.as_str()),
+                title,
+                description,
+                json(subject),
             ])?;
         }
         Fact::PermissionDecided {
