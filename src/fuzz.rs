@@ -229,6 +229,7 @@ fn lines_and_requests_never_panic() {
                 crate::policy::Context {
                     cwd: Some(dir.path()),
                     agent: None,
+                    ..Default::default()
                 },
             );
         }

@@ -97,6 +97,7 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
         Context {
             cwd: Some(&cwd),
             agent: args.agent.as_deref(),
+            ..Default::default()
         },
     );
     if args.json {
@@ -227,6 +228,7 @@ fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replaye
         Context {
             cwd: recorded.cwd.as_deref().map(std::path::Path::new),
             agent: recorded.agent_name.as_deref(),
+            ..Default::default()
         },
     )?;
     let state = input.tool_call.as_ref();

@@ -41,6 +41,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::protocol::Version;
+use crate::protocol::state::PermissionShapes;
 use crate::protocol::toolcall::{ToolCall, UpdateKind};
 use commands::Danger;
 use guards::Guards;
@@ -74,6 +76,9 @@ pub struct Context<'a> {
     pub cwd: Option<&'a Path>,
     /// `agentInfo.name` from `initialize`.
     pub agent: Option<&'a str>,
+    /// The connection's protocol version (`None`: not known, e.g. `policy check --request`;
+    /// then a request is read in whichever shape it has).
+    pub version: Option<Version>,
 }
 
 /// A recorded request decided again: the verdict, what it was decided on, and whether that was
@@ -113,6 +118,10 @@ pub struct DecisionInput {
         default
     )]
     pub left_to_user: Option<(Option<String>, String)>,
+    /// Which shape of the request was judged: `toolCall` (v1), `subject:command` or
+    /// `subject:tool_call` (v2), `subject:TYPE` for a subject left to the user.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub judged: Option<String>,
 }
 
 impl DecisionInput {
@@ -148,6 +157,13 @@ impl DecisionInput {
 
     /// The input for a request's params, given what was known of its tool call. `unknown`: the
     /// tap could not follow this tool call (the guard and why).
+    ///
+    /// Which shape is judged (see docs/protocol.md): v1's `toolCall`, or v2's `subject` (a
+    /// `command` subject as an `execute` call running that command in that cwd, a `tool_call`
+    /// subject applied to the call's state like a `tool_call_update`). Under v2 a request
+    /// without a subject, under v1 one without a `toolCall`, and an unknown subject type go to
+    /// the user; when both shapes are present they must say the same (kind, command, where it
+    /// runs, paths), else the user decides.
     pub fn new(
         params: &Value,
         known: Option<&ToolCall>,
@@ -159,43 +175,225 @@ impl DecisionInput {
             cwd: context.cwd.map(|c| c.to_string_lossy().into_owned()),
             agent: context.agent.map(str::to_owned),
             left_to_user: unknown.map(|(guard, why)| (Some(guard), why)),
+            judged: None,
         };
-        if params.get("subject").is_some() {
-            // ACP v2's shape: the `subject` is what the client shows and what the agent says it
-            // will do. Until the rules judge subjects, such a request is never decided on a v1
-            // `toolCall` beside it (which may say `cargo test` while the subject says `rm -rf ~`).
-            let why = if params.get("toolCall").is_some() {
-                "the request carries both a v1 `toolCall` and a v2 `subject`, which acptap does not judge yet: left to the user"
-            } else {
-                "a v2 request (its `subject`), which acptap does not judge yet: left to the user"
+        let shapes = PermissionShapes::of(Some(params));
+        let leave = |input: &mut DecisionInput, why: String| {
+            input.left_to_user.get_or_insert((None, why));
+        };
+        let v1 = match shapes.v1_tool_call {
+            Some(update) => match merged_call(update, known) {
+                Ok(call) => Some(call),
+                Err(why) => {
+                    leave(&mut input, why.into());
+                    return input;
+                }
+            },
+            None => None,
+        };
+        let Some(subject) = shapes.subject else {
+            let Some(call) = v1 else {
+                return input; // not about a tool call
             };
-            input.left_to_user.get_or_insert((None, why.into()));
-            return input;
-        }
-        let Some(Value::Object(update)) = params.get("toolCall") else {
+            if context.version == Some(Version::V2) {
+                leave(
+                    &mut input,
+                    "a v2 request without a `subject` (a v2 client shows only its title, not the v1 `toolCall`): left to the user".into(),
+                );
+            }
+            if known.is_some_and(|k| k.finished) {
+                leave(
+                    &mut input,
+                    "the tool call already finished (its input is no longer held): left to the user"
+                        .into(),
+                );
+            }
+            input.judged = Some("toolCall".into());
+            input.tool_call = Some(call);
             return input;
         };
-        if !update.get("toolCallId").is_some_and(Value::is_string) {
-            input.left_to_user.get_or_insert((
-                None,
-                "the request names no toolCallId: left to the user".into(),
-            ));
-            return input;
+        if context.version == Some(Version::V1) && v1.is_none() {
+            leave(
+                &mut input,
+                "a v2 `subject` on a v1 connection without a `toolCall` (a v1 client cannot show it): left to the user".into(),
+            );
         }
-        if known.is_some_and(|k| k.finished) {
-            input.left_to_user.get_or_insert((
-                None,
-                "the tool call already finished (its input is no longer held): left to the user"
-                    .into(),
-            ));
+        let (call, judged) = match shapes.subject_type() {
+            Some("command") => match command_call(subject) {
+                Ok(call) => (call, "subject:command"),
+                Err(why) => {
+                    leave(&mut input, why);
+                    return input;
+                }
+            },
+            Some("tool_call") => {
+                let Some(update) = shapes.subject_tool_call else {
+                    leave(
+                        &mut input,
+                        "the `tool_call` subject has no `toolCall` object: left to the user".into(),
+                    );
+                    return input;
+                };
+                if known.is_some_and(|k| k.finished) {
+                    leave(
+                        &mut input,
+                        "the tool call already finished (its input is no longer held): left to the user"
+                            .into(),
+                    );
+                }
+                match merged_call(update, known) {
+                    Ok(call) => (call, "subject:tool_call"),
+                    Err(why) => {
+                        leave(&mut input, why.into());
+                        return input;
+                    }
+                }
+            }
+            other => {
+                let shown = other.map_or_else(|| "without a type".to_owned(), |t| format!("`{t}`"));
+                leave(
+                    &mut input,
+                    format!("a v2 subject {shown} that acptap does not judge: left to the user"),
+                );
+                input.judged = Some(format!("subject:{}", other.unwrap_or("?")));
+                return input;
+            }
+        };
+        // A command subject that names a tool call whose command acptap knows: they must agree.
+        let named = (judged == "subject:command")
+            .then(|| known.filter(|k| k.get("rawInput").and_then(|r| r.get("command")).is_some()))
+            .flatten()
+            .map(|k| {
+                let mut object = k.to_object();
+                object.remove("content");
+                object.remove("locations");
+                Value::Object(object)
+            });
+        for (other, what) in [
+            (v1.as_ref(), "v1 `toolCall`"),
+            (named.as_ref(), "tool call it names"),
+        ] {
+            if let Some(other) = other
+                && let Some(difference) = disagreement(&call, other, judged, context.cwd)
+            {
+                leave(
+                    &mut input,
+                    format!(
+                        "the v2 subject and the {what} disagree ({difference}): left to the user"
+                    ),
+                );
+            }
         }
-        let mut merged = known.cloned();
-        ToolCall::upsert(&mut merged, update, UpdateKind::PermissionRequest);
-        let mut call = merged.unwrap_or_default().to_object();
-        call.insert("toolCallId".into(), update["toolCallId"].clone());
-        input.tool_call = Some(Value::Object(call));
+        input.judged = Some(judged.into());
+        input.tool_call = Some(call);
         input
     }
+}
+
+/// A tool-call update (v1 `toolCall`, or a v2 `tool_call` subject's) applied over what was known
+/// of the call, as the client applies it: the state the request is judged on.
+fn merged_call(
+    update: &serde_json::Map<String, Value>,
+    known: Option<&ToolCall>,
+) -> Result<Value, &'static str> {
+    if !update.get("toolCallId").is_some_and(Value::is_string) {
+        return Err("the request names no toolCallId: left to the user");
+    }
+    let mut merged = known.cloned();
+    ToolCall::upsert(&mut merged, update, UpdateKind::PermissionRequest);
+    let mut call = merged.unwrap_or_default().to_object();
+    call.insert("toolCallId".into(), update["toolCallId"].clone());
+    Ok(Value::Object(call))
+}
+
+/// A v2 `command` subject as the `execute` call the rules judge: that command, run in that cwd.
+fn command_call(subject: &Value) -> Result<Value, String> {
+    let Some(command) = subject.get("command").and_then(Value::as_str) else {
+        return Err("the `command` subject has no command string: left to the user".into());
+    };
+    let cwd = match subject.get("cwd") {
+        Some(Value::String(cwd)) if Path::new(cwd).is_absolute() => cwd.clone(),
+        // The schema requires an absolute path: `~`, `..` or a relative path is the agent's
+        // to explain to the user, not acptap's to place.
+        Some(Value::String(cwd)) => {
+            return Err(format!(
+                "the `command` subject's cwd `{cwd}` is not an absolute path: left to the user"
+            ));
+        }
+        _ => return Err("the `command` subject has no cwd: left to the user".into()),
+    };
+    let mut call = serde_json::Map::new();
+    call.insert(
+        "toolCallId".into(),
+        subject.get("toolCallId").cloned().unwrap_or(Value::Null),
+    );
+    call.insert("kind".into(), Value::String("execute".into()));
+    call.insert("status".into(), Value::String("pending".into()));
+    call.insert(
+        "rawInput".into(),
+        serde_json::json!({"command": command, "cwd": cwd}),
+    );
+    Ok(Value::Object(call))
+}
+
+/// What two readings of one request must agree on: the kind, the command, where it runs, and
+/// (for a tool-call subject) the paths. `None`: they agree.
+fn disagreement(judged: &Value, other: &Value, how: &str, cwd: Option<&Path>) -> Option<String> {
+    let text =
+        |v: Option<&Value>| v.map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+    let kind = |call: &Value| text(call.get("kind")).unwrap_or_else(|| "other".into());
+    let command = |call: &Value| text(call.get("rawInput").and_then(|r| r.get("command")));
+    let (a, b) = (kind(judged), kind(other));
+    if a != b {
+        return Some(format!("kind `{a}` against `{b}`"));
+    }
+    let (a, b) = (command(judged), command(other));
+    if a != b {
+        let show = |c: Option<String>| c.map_or_else(|| "none".to_owned(), |c| format!("`{c}`"));
+        return Some(format!("command {} against {}", show(a), show(b)));
+    }
+    let place = |call: &Value| -> Vec<Option<PathBuf>> {
+        let dirs = paths::workdirs(call.get("rawInput"), call.get("content"));
+        if dirs.is_empty() {
+            return vec![cwd.map(Path::to_owned)];
+        }
+        dirs.iter()
+            .map(|d| d.as_ref().ok().and_then(|d| paths::normalise(d, cwd, None)))
+            .collect()
+    };
+    if a.is_some() {
+        let (a, b) = (place(judged), place(other));
+        if a != b {
+            let show = |dirs: &[Option<PathBuf>]| {
+                dirs.iter()
+                    .map(|d| d.as_ref().map_or("?".into(), |d| d.display().to_string()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Some(format!("runs in {} against {}", show(&a), show(&b)));
+        }
+    }
+    if how == "subject:tool_call" {
+        let named = |call: &Value| {
+            let raw = paths::tool_call_paths(
+                call.get("locations"),
+                call.get("content"),
+                call.get("rawInput"),
+            );
+            let mut all: Vec<Option<PathBuf>> = raw
+                .paths
+                .iter()
+                .map(|p| paths::normalise(p, cwd, None))
+                .collect();
+            all.sort();
+            all.dedup();
+            all
+        };
+        if named(judged) != named(other) {
+            return Some("the paths they name differ".into());
+        }
+    }
+    None
 }
 
 /// Most paths one tool call may name and still be decided by the rules.
@@ -387,6 +585,7 @@ impl Policy {
         let context = Context {
             cwd: input.cwd.as_deref().map(Path::new),
             agent: input.agent.as_deref(),
+            ..Default::default()
         };
         let cwd = context.cwd.map(canonical);
         let view = self.view(&merged, cwd.as_deref(), context.agent);
@@ -826,6 +1025,7 @@ impl Policy {
                 Context {
                     cwd: Some(&cwd),
                     agent: test.agent.as_deref(),
+                    ..Default::default()
                 },
             );
             let mut problems = Vec::new();

@@ -115,6 +115,14 @@ pub fn tool_call_paths(
     }
     for item in content.and_then(Value::as_array).into_iter().flatten() {
         match item.get("type").and_then(Value::as_str) {
+            // v1: the diff's `path`. v2: `changes[]` (`path`, and `oldPath` of a move or copy),
+            // and the file names in the optional `patch` text, which a client may render.
+            Some("diff") if item.get("changes").is_some() || item.get("path").is_none() => {
+                match diff_v2_paths(item) {
+                    Ok(paths) => paths.iter().for_each(|p| push(&mut out, p)),
+                    Err(key) => out.unreadable.push(key.into()),
+                }
+            }
             Some("diff") => match item.get("path") {
                 Some(Value::String(p)) => push(&mut out, p),
                 _ => out.unreadable.push("content[].path".into()),
@@ -210,6 +218,68 @@ pub fn tool_call_paths(
         }
     }
     out
+}
+
+/// The paths of a v2 diff item: each change's `path` and `oldPath`, and the file names of its
+/// `patch` text (`diff --git A B`, `rename`/`copy from`/`to`, `---`/`+++` headers). The patch
+/// must agree with the changes: a `diff --git` line that cannot be read as two of their paths,
+/// like a change without a string path, makes the item unreadable (`Err(key)`), so a request
+/// whose patch shows one file while its changes name another is never allowed on either.
+fn diff_v2_paths(item: &Value) -> Result<Vec<String>, &'static str> {
+    let Some(Value::Array(changes)) = item.get("changes") else {
+        return Err("content[].changes");
+    };
+    let mut paths = Vec::new();
+    for change in changes {
+        match change.get("path") {
+            Some(Value::String(p)) => paths.push(p.clone()),
+            _ => return Err("content[].changes[].path"),
+        }
+        match change.get("oldPath") {
+            Some(Value::String(p)) => paths.push(p.clone()),
+            None | Some(Value::Null) => {}
+            Some(_) => return Err("content[].changes[].oldPath"),
+        }
+    }
+    let text = match item.get("patch") {
+        None | Some(Value::Null) => return Ok(paths),
+        Some(patch) => match patch.get("text") {
+            Some(Value::String(text)) => text,
+            _ => return Err("content[].patch.text"),
+        },
+    };
+    let known = |p: &str| p == "/dev/null" || paths.iter().any(|q| q == p);
+    let mut named = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            // Paths may hold spaces: find the split where both halves are changed paths.
+            let split = rest
+                .match_indices(' ')
+                .map(|(i, _)| (&rest[..i], &rest[i + 1..]))
+                .find(|(a, b)| known(a) && known(b));
+            if split.is_none() {
+                return Err("content[].patch.text");
+            }
+        } else if let Some(path) = ["rename from ", "rename to ", "copy from ", "copy to "]
+            .iter()
+            .find_map(|prefix| line.strip_prefix(prefix))
+            .or_else(|| {
+                // Hunk lines start with ' ', '+' or '-': a removed line "-- /x" reads as a
+                // header too, which only ever adds a path (asks more, never allows more).
+                ["--- ", "+++ "]
+                    .iter()
+                    .find_map(|prefix| line.strip_prefix(prefix))
+                    .filter(|p| p.starts_with('/'))
+            })
+        {
+            let path = path.split('\t').next().unwrap_or(path);
+            if path != "/dev/null" {
+                named.push(path.to_owned());
+            }
+        }
+    }
+    paths.extend(named);
+    Ok(paths)
 }
 
 /// How deep [`nested_paths`] looks; anything deeper is unreadable.

@@ -182,6 +182,26 @@ impl Conversation {
         Some(index)
     }
 
+    /// Feeds one recorded request or notification (its method and params), as a view reads a
+    /// session's lines: a `session/update` is [applied](Conversation::apply); any other line of
+    /// a session (a permission request, a prompt, a cancel) is something else happening in it
+    /// and [interrupts](Conversation::interrupt) its open v1 run of chunks.
+    pub fn observe(
+        &mut self,
+        seq: i64,
+        method: Option<&str>,
+        params: Option<&Value>,
+    ) -> Option<usize> {
+        let params = params?;
+        if method == Some("session/update") {
+            return self.apply(seq, params);
+        }
+        if let Some(session_id) = params.get("sessionId").and_then(Value::as_str) {
+            self.interrupt(session_id);
+        }
+        None
+    }
+
     /// Something else happened in a session (a tool call, the end of a turn): its next v1 chunk
     /// starts a new message.
     pub fn interrupt(&mut self, session_id: &str) {
@@ -293,5 +313,29 @@ mod tests {
         assert_eq!(c.messages().len(), 3);
         assert_eq!(c.messages()[2].role, Role::Thought);
         assert_eq!(c.messages()[0].updates, 4);
+    }
+
+    #[test]
+    fn observe_applies_updates_and_other_lines_of_the_session_interrupt() {
+        let mut c = Conversation::new();
+        let chunk =
+            |t: &str| update(json!({"sessionUpdate": "agent_message_chunk", "content": text(t)}));
+        c.observe(0, Some("session/update"), Some(&chunk("a")));
+        c.observe(
+            1,
+            Some("session/request_permission"),
+            Some(&json!({"sessionId": "s"})),
+        );
+        c.observe(2, Some("session/update"), Some(&chunk("b")));
+        // A line of another session, or one without params, changes nothing here.
+        c.observe(
+            3,
+            Some("session/cancel"),
+            Some(&json!({"sessionId": "other"})),
+        );
+        c.observe(4, Some("$/cancel_request"), None);
+        c.observe(5, Some("session/update"), Some(&chunk("c")));
+        let texts: Vec<_> = c.messages().iter().map(ChatMessage::text).collect();
+        assert_eq!(texts, ["a", "bc"]);
     }
 }

@@ -117,6 +117,9 @@ pub struct SessionState {
     /// The protocol version: the client's proposal until the agent answers `initialize`, then the
     /// negotiated one.
     version: Option<Version>,
+    /// Per session, the prompt whose turn is open (its request's seq): a v2 turn ends with the
+    /// session's `idle` state update, not with the prompt's answer.
+    open_turns: HashMap<String, i64>,
     /// For the tap: no facts (and no copies of tool-call values for them), and only the requests
     /// whose answers it reads (`initialize`, `session/new`) are remembered.
     tap: bool,
@@ -252,9 +255,14 @@ impl SessionState {
                     self.note_session(session_id, cwd, origin, &mut out.facts);
                 }
             }
-            (Direction::ClientToAgent, "session/prompt") => out.facts.push(Fact::TurnStarted {
-                session_id: msg.session_id().map(str::to_owned),
-            }),
+            (Direction::ClientToAgent, "session/prompt") => {
+                if let Some(session_id) = msg.session_id() {
+                    self.open_turns.insert(session_id.to_owned(), seq);
+                }
+                out.facts.push(Fact::TurnStarted {
+                    session_id: msg.session_id().map(str::to_owned),
+                })
+            }
             (Direction::AgentToClient, "session/request_permission") => {
                 keep_params = true;
                 let request = PermissionShapes::of(params);
@@ -313,6 +321,25 @@ impl SessionState {
                     msg.params().and_then(toolcall::from_session_update),
                 ) {
                     self.apply_tool_call(session_id, update, how, facts);
+                }
+                // v2: foreground work ends with an `idle` state update, which ends the turn.
+                let update = msg.params().and_then(|p| p.get("update"));
+                let idle = update.is_some_and(|u| {
+                    u.get("sessionUpdate").and_then(Value::as_str) == Some("state_update")
+                        && u.get("state").and_then(Value::as_str) == Some("idle")
+                });
+                if idle
+                    && self.version == Some(Version::V2)
+                    && let Some(request_seq) =
+                        msg.session_id().and_then(|s| self.open_turns.remove(s))
+                {
+                    facts.push(Fact::TurnEnded {
+                        request_seq,
+                        stop_reason: update
+                            .and_then(|u| u.get("stopReason"))
+                            .map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_owned)),
+                        error: None,
+                    });
                 }
             }
             (Direction::ClientToAgent, Some("session/cancel")) => {
@@ -406,11 +433,24 @@ impl SessionState {
                     self.note_session(session_id, cwd, origin, &mut out.facts);
                 }
             }
-            "session/prompt" => out.facts.push(Fact::TurnEnded {
-                request_seq: request.seq,
-                stop_reason: str_field(result, "stopReason"),
-                error,
-            }),
+            // v2 answers a prompt when the message is accepted (`messageId`); the turn ends with
+            // the session's `idle` state update (see `notification`). An error ends it here.
+            "session/prompt" if self.version == Some(Version::V2) && error.is_none() => {}
+            "session/prompt" => {
+                let session_id = self
+                    .open_turns
+                    .iter()
+                    .find(|(_, seq)| **seq == request.seq)
+                    .map(|(session, _)| session.clone());
+                if let Some(session_id) = session_id {
+                    self.open_turns.remove(&session_id);
+                }
+                out.facts.push(Fact::TurnEnded {
+                    request_seq: request.seq,
+                    stop_reason: str_field(result, "stopReason"),
+                    error,
+                })
+            }
             "session/request_permission" if direction == Direction::ClientToAgent => {
                 out.session_id = str_field(params, "sessionId");
                 let outcome = result.and_then(|r| r.get("outcome"));
@@ -623,6 +663,46 @@ mod tests {
         ]);
         assert!(
             matches!(&out[1].facts[0], Fact::PermissionDecided { decided_by: "cancelled", outcome, .. } if outcome == "cancelled")
+        );
+    }
+
+    #[test]
+    fn a_v2_turn_ends_with_the_idle_state_update_and_subjects_update_the_call() {
+        let out = run(&[
+            (
+                C2A,
+                r#"{"id":0,"method":"initialize","params":{"protocolVersion":2}}"#,
+            ),
+            (A2C, r#"{"id":0,"result":{"protocolVersion":2}}"#),
+            (
+                C2A,
+                r#"{"id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
+            ),
+            (A2C, r#"{"id":1,"result":{"messageId":"u1"}}"#),
+            (
+                A2C,
+                r#"{"id":9,"method":"session/request_permission","params":{"sessionId":"s","title":"Edit","subject":{"type":"tool_call","toolCall":{"toolCallId":"t","kind":"edit"}},"options":[]}}"#,
+            ),
+            (
+                A2C,
+                r#"{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}}}"#,
+            ),
+        ]);
+        assert!(out[3].facts.is_empty(), "{:?}", out[3].facts);
+        // The subject's tool call is created like a tool_call_update, then the request recorded.
+        assert!(
+            matches!(&out[4].facts[0], Fact::ToolCall { created: true, tool_call_id, .. } if tool_call_id == "t")
+        );
+        assert!(matches!(&out[4].facts[1],
+            Fact::PermissionRequested { tool_call_id: Some(t), title: Some(title), subject: Some(_), .. }
+            if t == "t" && title == "Edit"));
+        assert_eq!(
+            out[5].facts,
+            vec![Fact::TurnEnded {
+                request_seq: 2,
+                stop_reason: Some("end_turn".into()),
+                error: None
+            }]
         );
     }
 

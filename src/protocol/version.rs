@@ -117,6 +117,30 @@ pub fn sender_of(version: Version, method: &str) -> Option<Side> {
     })
 }
 
+/// The version, other than `version`, that defines `method`: `Some(V2)` for a v2-only method
+/// under v1 (`tool_call/cancel`, `auth/login`), `Some(V1)` for a v1-only method under v2
+/// (`fs/read_text_file`, `terminal/create`, `session/load`, `authenticate`). `None` when `version`
+/// defines it, or neither does (an extension `_...` method, a typo). A version acptap has no
+/// rules for is read with v1's table, so its other version is v2.
+pub fn other_version_defining(version: Version, method: &str) -> Option<Version> {
+    let other = if version.is_v2() {
+        Version::V1
+    } else {
+        Version::V2
+    };
+    (sender_of(version, method).is_none() && sender_of(other, method).is_some()).then_some(other)
+}
+
+/// Whether a `session/update` kind (its `sessionUpdate`) belongs to v1 only: `tool_call` (v2
+/// creates a call with the `tool_call_update` upsert), `plan` (v2: `plan_update`),
+/// `current_mode_update` (v2 has config options only). The v2 draft's own kinds (`agent_message`,
+/// `state_update`, `tool_call_content_chunk`, `terminal_update`, ...) are not in v1's schema at
+/// all, so a v1 reader refuses them; v2's schema keeps an unknown kind as a future one, so a v1
+/// kind under v2 is only caught here.
+pub fn is_v1_only_update(kind: &str) -> bool {
+    matches!(kind, "tool_call" | "plan" | "current_mode_update")
+}
+
 /// Who sends a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
@@ -154,5 +178,22 @@ mod tests {
         );
         assert_eq!(sender_of(Version::V1, "tool_call/cancel"), None);
         assert_eq!(sender_of(Version::V2, "session/load"), None);
+    }
+
+    #[test]
+    fn the_other_version_of_a_method_is_named() {
+        use Version::*;
+        assert_eq!(other_version_defining(V2, "fs/read_text_file"), Some(V1));
+        assert_eq!(other_version_defining(V2, "session/load"), Some(V1));
+        assert_eq!(other_version_defining(V1, "tool_call/cancel"), Some(V2));
+        assert_eq!(other_version_defining(V1, "auth/login"), Some(V2));
+        assert_eq!(
+            other_version_defining(Other(3), "terminal/cancel"),
+            Some(V2)
+        );
+        assert_eq!(other_version_defining(V1, "session/prompt"), None);
+        assert_eq!(other_version_defining(V2, "session/prompt"), None);
+        assert_eq!(other_version_defining(V2, "_acme/x"), None);
+        assert_eq!(other_version_defining(V1, "session/poke"), None);
     }
 }

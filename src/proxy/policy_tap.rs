@@ -58,6 +58,8 @@ impl LineTap for ClientTap {
         // `initialize` too: its answer (the agent's name) is matched to it.
         if contains(line, b"session/new")
             || contains(line, b"session/load")
+            || contains(line, b"session/resume")
+            || contains(line, b"session/fork")
             || contains(line, b"initialize")
             || contains(line, b"\\u")
         {
@@ -92,9 +94,12 @@ impl PolicyTap {
 impl LineTap for PolicyTap {
     fn inspect(&mut self, line: &Bytes) -> Disposition {
         // A key may be written with escapes (`"toolCall\u0049d"`): such a line is read too.
+        // A v2 `command` subject names no toolCallId; `protocolVersion`: the negotiated version.
         let relevant = contains(line, b"toolCallId")
             || contains(line, b"\\u")
             || contains(line, b"agentInfo")
+            || contains(line, b"protocolVersion")
+            || contains(line, b"session/request_permission")
             || (contains(line, b"sessionId") && self.state.lock().waiting_for_new_session());
         if !relevant {
             return Disposition::Forward(Annotation::default());
@@ -153,6 +158,7 @@ impl PolicyTap {
                 Context {
                     cwd: state.cwd(&key.0).map(Path::new),
                     agent: state.agent_name(),
+                    version: state.version(),
                 },
                 unknown.map(|why| {
                     (

@@ -112,6 +112,7 @@ fn views(sb: &Sandbox) -> Vec<(i64, Value, Value)> {
             Context {
                 cwd: recorded.cwd.as_deref().map(Path::new),
                 agent: recorded.agent.as_deref(),
+                ..Default::default()
             },
             None,
         );

@@ -376,38 +376,39 @@ fn policy_check_prints_the_decision_as_json() {
 
 /// ACP v2's permission request names what it is about in `subject`: a request whose v1
 /// `toolCall` reads inside the project, beside a v2 subject that runs `rm -rf ~`, was allowed on
-/// the `toolCall`. Until subjects are judged, any request with one goes to the user.
+/// the `toolCall`. Now the subject is judged, and a `toolCall` beside it must say the same.
+/// (tests/it/policy_v2.rs judges requests built with the schema crate's v2 types.)
 #[test]
-fn a_request_with_a_v2_subject_is_never_decided_on_its_v1_tool_call() {
+fn a_request_with_a_v2_subject_is_never_decided_on_its_v1_tool_call_alone() {
     let sb = Sandbox::new();
     let policy = sb.path("policy.toml");
     std::fs::write(&policy, POLICY).unwrap();
     let decide = |message: &serde_json::Value| policy_check_json(&sb, &policy, message);
     let mut message = permission(json!(7), "t");
-    message["params"]["toolCall"] =
-        json!({"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]});
+    let read = json!({"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]});
+    message["params"]["toolCall"] = read.clone();
     assert_eq!(decide(&message)["decision"], "allow");
-    for subject in [
-        json!({"type": "command", "command": "rm -rf ~", "cwd": "/work/p"}),
-        json!({"type": "tool_call", "toolCall": {"toolCallId": "t", "kind": "read", "locations": [{"path": "/work/p/a.rs"}]}}),
-    ] {
-        message["params"]["subject"] = subject.clone();
-        let verdict = decide(&message);
-        assert_eq!(verdict["decision"], "ask", "{subject}: {verdict}");
-        assert!(
-            verdict["reason"]
-                .as_str()
-                .unwrap()
-                .contains("both a v1 `toolCall` and a v2 `subject`"),
-            "{verdict}"
-        );
-    }
+    message["params"]["subject"] =
+        json!({"type": "command", "command": "rm -rf ~", "cwd": "/work/p"});
+    let verdict = decide(&message);
+    assert_eq!(verdict["decision"], "ask", "{verdict}");
+    assert!(
+        verdict["reason"].as_str().unwrap().contains("disagree"),
+        "{verdict}"
+    );
+    // The same read as a `tool_call` subject agrees with the v1 shape: judged, allowed.
+    message["params"]["subject"] = json!({"type": "tool_call", "toolCall": read});
+    assert_eq!(decide(&message)["decision"], "allow");
+    // The subject alone: `rm -rf ~` meets the built-in guard.
+    message["params"]["subject"] =
+        json!({"type": "command", "command": "rm -rf ~", "cwd": "/work/p"});
     message["params"]
         .as_object_mut()
         .unwrap()
         .remove("toolCall");
     let verdict = decide(&message);
-    assert_eq!(verdict["decision"], "ask", "{verdict}");
+    assert_eq!(verdict["decision"], "deny", "{verdict}");
+    assert_eq!(verdict["rule"], "guard:rm-rf", "{verdict}");
 }
 
 #[test]

@@ -129,32 +129,149 @@ impl Scratch {
         agent: Option<&str>,
         tool_call: &Value,
     ) -> acptap::policy::Verdict {
+        self.decide_as(policy, cwd, agent, tool_call, Shape::V1)
+            .expect("every tool call has a v1 shape")
+    }
+
+    /// Decides one tool call as a permission request of the given shape on a connection of that
+    /// version; `None` when the call has no faithful form in that shape (see [`v2_request`]).
+    pub fn decide_as(
+        &self,
+        policy: &str,
+        cwd: &str,
+        agent: Option<&str>,
+        tool_call: &Value,
+        shape: Shape,
+    ) -> Option<acptap::policy::Verdict> {
         let cwd = self.cwd(cwd);
-        let params = json!({
-            "sessionId": "s",
-            "toolCall": self.substitute(tool_call, cwd),
-            "options": [
-                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-                {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-            ],
-        });
+        let tool_call = self.substitute(tool_call, cwd);
+        let (params, version) = match shape {
+            Shape::V1 => (
+                json!({
+                    "sessionId": "s",
+                    "toolCall": tool_call,
+                    "options": [
+                        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+                    ],
+                }),
+                None,
+            ),
+            _ => (
+                v2_request(&tool_call, shape, cwd, agent)?,
+                Some(acptap::protocol::Version::V2),
+            ),
+        };
         let policy = self
             .policies
             .get(policy)
             .unwrap_or_else(|| panic!("unknown policy `{policy}`"));
-        policy.decide(
+        Some(policy.decide(
             &params,
             None,
             Context {
                 cwd: Some(cwd),
                 agent,
+                version,
             },
-        )
+        ))
+    }
+}
+
+/// How a corpus request is sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Shape {
+    /// v1: `toolCall`.
+    V1,
+    /// v2: a `tool_call` subject carrying the same update.
+    V2ToolCall,
+    /// v2: a `command` subject, for an execute call whose rawInput holds only its command and
+    /// working directory (anything else, such as `env` or a content text naming the directory,
+    /// has no place in a command subject, so that call has no faithful command form).
+    V2Command,
+}
+
+/// A corpus tool call as a v2 permission request, built with the schema crate's v2 types: the
+/// call as a `tool_call` subject (its update as a v2 `ToolCallUpdate` where the type reads it
+/// back unchanged; a hostile update the type would change goes on the wire as it is, as a
+/// hostile agent would send it), or as a `command` subject.
+fn v2_request(tool_call: &Value, shape: Shape, cwd: &Path, agent: Option<&str>) -> Option<Value> {
+    use agent_client_protocol::v2::schema::{
+        CommandPermissionSubject, PermissionOption, PermissionOptionKind, RequestPermissionRequest,
+        RequestPermissionSubject, ToolCallUpdate,
+    };
+    let title = tool_call
+        .get("title")
+        .and_then(Value::as_str)
+        .unwrap_or("A tool call")
+        .to_owned();
+    let request = RequestPermissionRequest::new(
+        "s",
+        title.clone(),
+        vec![
+            PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+        ],
+    );
+    match shape {
+        Shape::V1 => None,
+        Shape::V2ToolCall => {
+            // The type drops what it cannot read (an old-shape diff item): only an update it
+            // reads back unchanged is sent through it; any other goes on the wire as it is.
+            let typed = serde_json::from_value::<ToolCallUpdate>(tool_call.clone())
+                .ok()
+                .filter(|u| serde_json::to_value(u).ok().as_ref() == Some(tool_call));
+            let mut params = serde_json::to_value(match typed {
+                Some(update) => request.subject(RequestPermissionSubject::from(update)),
+                None => request,
+            })
+            .unwrap();
+            if params.get("subject").is_none() {
+                params["subject"] = json!({"type": "tool_call", "toolCall": tool_call});
+            }
+            Some(params)
+        }
+        Shape::V2Command => {
+            if tool_call.get("kind").and_then(Value::as_str) != Some("execute")
+                || tool_call.get("content").is_some_and(|c| !c.is_null())
+            {
+                return None;
+            }
+            let input = tool_call.get("rawInput").and_then(Value::as_object);
+            let command = match input.and_then(|i| i.get("command")) {
+                Some(Value::String(command)) => command.clone(),
+                // gemini-cli's execute titles are their commands.
+                None if agent == Some("gemini-cli") => title,
+                _ => return None,
+            };
+            let mut dir = cwd.to_path_buf();
+            for (key, value) in input.into_iter().flatten() {
+                match (key.as_str(), value) {
+                    ("command", _) => {}
+                    // As written: a v2 subject's cwd must be absolute, and `~` or `..` is
+                    // the agent's to send, the policy's to refuse.
+                    ("cwd" | "workdir" | "directory", Value::String(d)) => dir = PathBuf::from(d),
+                    _ => return None,
+                }
+            }
+            Some(
+                serde_json::to_value(request.subject(RequestPermissionSubject::Command(
+                    CommandPermissionSubject::new(command, dir),
+                )))
+                .unwrap(),
+            )
+        }
     }
 }
 
 /// Decides every line of a corpus; returns the failures (and the number of lines).
 fn run(corpus: &str) -> (usize, Vec<String>, BTreeMap<String, usize>) {
+    run_as(corpus, Shape::V1)
+}
+
+/// Decides every line of a corpus that has a form in `shape`; returns the failures, the number
+/// decided and the lines per class.
+fn run_as(corpus: &str, shape: Shape) -> (usize, Vec<String>, BTreeMap<String, usize>) {
     let scratch = Scratch::new();
     let text = std::fs::read_to_string(fixture(corpus)).unwrap();
     let mut failures = Vec::new();
@@ -175,12 +292,15 @@ fn run(corpus: &str) -> (usize, Vec<String>, BTreeMap<String, usize>) {
             Some("deny") => Decision::Deny,
             other => panic!("{corpus}:{}: bad expect {other:?}", n + 1),
         };
-        let verdict = scratch.decide(
+        let Some(verdict) = scratch.decide_as(
             field("policy").unwrap_or("permissive"),
             field("cwd").unwrap_or("project"),
             field("agent"),
             &case["toolCall"],
-        );
+            shape,
+        ) else {
+            continue;
+        };
         count += 1;
         *classes
             .entry(field("class").unwrap_or("?").to_owned())
@@ -229,6 +349,67 @@ fn benign_corpus_is_allowed() {
         count >= 60,
         "the benign corpus has {count} requests; it needs at least 60"
     );
+}
+
+/// The hostile corpus as v2 requests: as `tool_call` subjects (every line) and as `command`
+/// subjects (every execute call that has a command form) on a v2 connection, none is allowed.
+/// The decision may differ from v1's (a deny in v1 may be an ask here), never toward allow.
+#[test]
+fn hostile_corpus_in_v2_shape_is_never_allowed() {
+    let scratch = Scratch::new();
+    let text = std::fs::read_to_string(fixture("policy/hostile.jsonl")).unwrap();
+    for shape in [Shape::V2ToolCall, Shape::V2Command] {
+        let mut decided = 0;
+        let mut allowed = Vec::new();
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let case: Value = serde_json::from_str(line).unwrap();
+            let field = |key: &str| case.get(key).and_then(Value::as_str);
+            let Some(verdict) = scratch.decide_as(
+                field("policy").unwrap_or("permissive"),
+                field("cwd").unwrap_or("project"),
+                field("agent"),
+                &case["toolCall"],
+                shape,
+            ) else {
+                continue;
+            };
+            decided += 1;
+            if verdict.decision == Decision::Allow {
+                allowed.push(format!(
+                    "hostile.jsonl:{}: {}: allowed by {:?}",
+                    n + 1,
+                    field("name").unwrap_or("?"),
+                    verdict.rule
+                ));
+            }
+        }
+        assert!(allowed.is_empty(), "{shape:?}:\n{}", allowed.join("\n"));
+        let least = if shape == Shape::V2ToolCall { 300 } else { 100 };
+        assert!(
+            decided >= least,
+            "{shape:?}: only {decided} requests decided"
+        );
+    }
+}
+
+/// The benign corpus as v2 requests gets exactly its v1 decisions: as `tool_call` subjects
+/// (every line) and as `command` subjects (each execute call with a command form).
+#[test]
+fn benign_corpus_in_v2_shape_is_allowed() {
+    for (shape, least) in [(Shape::V2ToolCall, 60), (Shape::V2Command, 20)] {
+        let (count, failures, _) = run_as("policy/benign.jsonl", shape);
+        assert!(
+            failures.is_empty(),
+            "{shape:?}: {} of {count} wrong:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+        assert!(count >= least, "{shape:?}: only {count} requests decided");
+    }
 }
 
 /// A policy that allows every command the table knows, by its name alone.
@@ -340,7 +521,7 @@ mod property {
                         "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}],
                     }),
                     None,
-                    Context { cwd: Some(&scratch.project), agent: None },
+                    Context { cwd: Some(&scratch.project), agent: None, ..Default::default() },
                 );
                 prop_assert_ne!(verdict.decision, Decision::Allow, "{:?} was allowed: {}", words, verdict.reason);
                 Ok(())
@@ -370,7 +551,7 @@ mod property {
                 &json!({"sessionId": "s", "toolCall": {"toolCallId": "t", "kind": "execute", "rawInput": {"command": line}},
                     "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}]}),
                 None,
-                Context { cwd: Some(&scratch.project), agent: None },
+                Context { cwd: Some(&scratch.project), agent: None, ..Default::default() },
             );
             assert_eq!(
                 verdict.decision,

@@ -71,6 +71,7 @@ impl Project {
             Context {
                 cwd: Some(&self.root),
                 agent,
+                ..Default::default()
             },
         )
     }
@@ -390,6 +391,7 @@ fn partial_request_is_merged_over_the_recorded_tool_call() {
     let context = Context {
         cwd: Some(&p.root),
         agent: None,
+        ..Default::default()
     };
     assert_ne!(
         p.policy.decide(&params, Some(&known), context).decision,
