@@ -32,4 +32,5 @@ mod transcripts;
 mod ui;
 mod util;
 mod v2;
+mod v2_policy_run;
 mod views_v2;
