@@ -89,6 +89,8 @@ pub enum Fact {
 struct Pending {
     method: String,
     seq: i64,
+    /// The session the request was about, for its answer and for a `$/cancel_request` of it.
+    session_id: Option<String>,
     /// What the response needs from the request: the cwd of `session/new`, the options of a
     /// permission request.
     params: Option<Value>,
@@ -195,7 +197,9 @@ impl SessionState {
         }
         match msg.kind {
             MessageKind::Request => self.request(direction, seq, msg, &mut out),
-            MessageKind::Notification => self.notification(direction, msg, &mut out.facts),
+            MessageKind::Notification => {
+                out.session_id = self.notification(direction, msg, &mut out.facts);
+            }
             MessageKind::Response => self.response(direction, msg, &mut out),
             _ => {}
         }
@@ -308,12 +312,20 @@ impl SessionState {
             Pending {
                 method: method.clone(),
                 seq,
+                session_id: msg.session_id().map(str::to_owned),
                 params: if keep_params { params.cloned() } else { None },
             },
         );
     }
 
-    fn notification(&mut self, direction: Direction, msg: &Message, facts: &mut Vec<Fact>) {
+    /// Returns the session a notification without `sessionId` is about (a `$/cancel_request`'s).
+    fn notification(
+        &mut self,
+        direction: Direction,
+        msg: &Message,
+        facts: &mut Vec<Fact>,
+    ) -> Option<String> {
+        let mut session_of_cancelled = None;
         match (direction, msg.method.as_deref()) {
             (Direction::AgentToClient, Some("session/update")) => {
                 if let (Some(session_id), Some((update, how))) = (
@@ -342,6 +354,16 @@ impl SessionState {
                     });
                 }
             }
+            // A cancelled request's session is the cancellation's (the request went the same
+            // way: each side cancels its own requests).
+            (_, Some("$/cancel_request")) => {
+                let id = msg.params().and_then(|p| p.get("requestId"));
+                if let Some(pending) =
+                    id.and_then(|id| self.pending.get(&(direction, id.to_string())))
+                {
+                    session_of_cancelled.clone_from(&pending.session_id);
+                }
+            }
             (Direction::ClientToAgent, Some("session/cancel")) => {
                 facts.push(Fact::CancelRequested {
                     session_id: msg.session_id().map(str::to_owned),
@@ -349,6 +371,7 @@ impl SessionState {
             }
             _ => {}
         }
+        session_of_cancelled
     }
 
     fn apply_tool_call(
@@ -397,6 +420,7 @@ impl SessionState {
         };
         out.method = Some(request.method.clone());
         out.reply_to_seq = Some(request.seq);
+        out.session_id.clone_from(&request.session_id);
         let result = msg.result();
         let error = msg.error().map(|e| {
             e.get("message")
@@ -704,6 +728,26 @@ mod tests {
                 error: None
             }]
         );
+    }
+
+    #[test]
+    fn answers_and_cancellations_are_tied_to_their_requests_session() {
+        let out = run(&[
+            (
+                C2A,
+                r#"{"id":"p","method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
+            ),
+            (
+                C2A,
+                r#"{"method":"$/cancel_request","params":{"requestId":"p"}}"#,
+            ),
+            (
+                A2C,
+                r#"{"id":"p","error":{"code":-32800,"message":"cancelled"}}"#,
+            ),
+        ]);
+        assert_eq!(out[1].session_id.as_deref(), Some("s"));
+        assert_eq!(out[2].session_id.as_deref(), Some("s"));
     }
 
     #[test]
