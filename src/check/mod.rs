@@ -10,6 +10,11 @@
 //!   asked, sessions used after they exist, turns that end with nothing left pending,
 //!   capabilities used only when negotiated, extensions named with `_`.
 //!
+//! Both read the version `initialize` negotiated ([`Version`]: the client's proposal until the
+//! agent answers): v1's types and rules, or the v2 draft's. Which methods a version has and who
+//! sends them is [`crate::protocol::version::sender_of`], the one table of that for all of
+//! acptap; a method of the other version is `acp/wrong-version`.
+//!
 //! Pure: no I/O, no database. The command line feeds it and prints what it finds (`output.rs`).
 
 pub mod output;
@@ -19,6 +24,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::protocol::Version;
+use crate::protocol::version::{Side, is_v1_only_update, other_version_defining, sender_of};
 
 /// How bad a finding is. Ordered: `Info < Warning < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, clap::ValueEnum)]
@@ -82,14 +90,18 @@ rules! {
         "a method the protocol does not define and whose name does not start with `_` (extensions must)";
     WRONG_DIRECTION = "acp/wrong-direction", Error, "https://agentclientprotocol.com/protocol/overview",
         "a method sent by the side that should receive it (e.g. the agent sending session/prompt)";
+    WRONG_VERSION = "acp/wrong-version", Error, "https://agentclientprotocol.com/protocol/v2/initialization#version-negotiation",
+        "a method or session update of another protocol version than the one negotiated (fs/*, terminal/*, session/load or a `tool_call` update under v2; tool_call/cancel, terminal/cancel, auth/login under v1)";
     BEFORE_INITIALIZE = "acp/before-initialize", Error, "https://agentclientprotocol.com/protocol/initialization",
         "a request other than initialize before the connection was initialized";
     UNKNOWN_SESSION = "acp/unknown-session", Error, "https://agentclientprotocol.com/protocol/session-setup",
-        "a message for a session id that no session/new or session/load created";
+        "a message for a session id that no session/new, session/load (v1) or session/resume (v2) created";
     UPDATE_OUTSIDE_TURN = "acp/update-outside-turn", Warning, "https://agentclientprotocol.com/protocol/prompt-turn",
-        "turn content (message chunks, tool calls, plans) sent when no prompt turn of that session is running";
+        "turn content (message chunks, tool calls, plans) sent when no prompt turn of that session is running (protocol v1)";
     PERMISSION_LEFT_OPEN = "acp/permission-left-open", Error, "https://agentclientprotocol.com/protocol/tool-calls#requesting-permission",
-        "a prompt turn ended while its permission request was still unanswered";
+        "a prompt turn ended while its permission request was still unanswered (protocol v1)";
+    CANCEL_UNKNOWN_REQUEST = "acp/cancel-unknown-request", Warning, "https://agentclientprotocol.com/protocol/v2/cancellation",
+        "a $/cancel_request for an id its sender never sent a request with (cancelling one already answered is fine)";
     TOOL_CALL_UNANNOUNCED = "acp/tool-call-unannounced", Warning, "https://agentclientprotocol.com/protocol/tool-calls#updating",
         "a tool_call_update (v1) for a toolCallId that no tool_call announced";
     CAPABILITY = "acp/capability-not-negotiated", Error, "https://agentclientprotocol.com/protocol/initialization#capabilities",
@@ -160,52 +172,6 @@ pub struct Finding {
     pub spec: &'static str,
 }
 
-/// Who sends which method: the protocol's methods and the side that sends them.
-fn sender_of(method: &str) -> Option<Direction> {
-    use Direction::*;
-    Some(match method {
-        "initialize"
-        | "authenticate"
-        | "logout"
-        | "session/new"
-        | "session/load"
-        | "session/list"
-        | "session/delete"
-        | "session/set_mode"
-        | "session/set_model"
-        | "session/set_config_option"
-        | "session/prompt"
-        | "session/cancel"
-        | "session/fork"
-        | "session/resume"
-        | "session/close"
-        | "session/archive"
-        | "session/unarchive"
-        | "session/status"
-        | "session/set_title"
-        | "auth/status"
-        | "providers/list"
-        | "providers/set"
-        | "providers/disable" => ClientToAgent,
-        "session/update"
-        | "session/request_permission"
-        | "fs/read_text_file"
-        | "fs/write_text_file"
-        | "terminal/create"
-        | "terminal/output"
-        | "terminal/release"
-        | "terminal/wait_for_exit"
-        | "terminal/kill"
-        | "elicitation/create" => AgentToClient,
-        _ => return None,
-    })
-}
-
-/// Methods either side may send.
-fn either_side(method: &str) -> bool {
-    matches!(method, "$/cancel_request" | "mcp/message")
-}
-
 /// A request waiting for its response.
 struct Pending {
     seq: i64,
@@ -219,8 +185,11 @@ struct Conversation {
     findings: Vec<Finding>,
     /// Requests waiting for a response, by the direction they went and their id (as JSON).
     pending: HashMap<(Direction, String), Pending>,
+    /// Requests ever sent, by direction and id (as JSON): what a `$/cancel_request` may name.
+    sent: HashSet<(Direction, String)>,
     initialized: bool,
-    version: Option<i64>,
+    /// The negotiated version: the client's proposal in `initialize` until the agent answers.
+    version: Option<Version>,
     client_capabilities: Value,
     agent_capabilities: Value,
     sessions: HashSet<String>,
@@ -245,6 +214,15 @@ impl Conversation {
             message,
             spec: rule.spec,
         });
+    }
+
+    /// The version whose types and rules apply: the negotiated one; v1 before `initialize`, and
+    /// for a version acptap has no rules for (`sender_of` reads that one as v1 too).
+    fn rules(&self) -> Version {
+        match self.version {
+            Some(Version::V2) => Version::V2,
+            _ => Version::V1,
+        }
     }
 
     fn capability(&self, side: Direction, path: &[&str]) -> bool {
@@ -353,68 +331,77 @@ impl Conversation {
         }
     }
 
-    /// Checks what every request and notification has in common: a known method (or `_`),
-    /// sent by the right side, after initialize, matching its type.
+    /// Checks what every request and notification has in common: a known method (or `_`) of the
+    /// negotiated version, sent by the right side, after initialize, matching its type.
     fn method(&mut self, line: &Line, method: &str, params: &Value, is_request: bool) -> bool {
         if method.starts_with('_') {
             return false;
         }
-        match sender_of(method) {
-            None if either_side(method) => {}
+        let version = self.version.unwrap_or(Version::V1);
+        match sender_of(version, method) {
             None => {
-                self.find(
-                    UNKNOWN_METHOD,
-                    line,
-                    format!(
-                        "`{method}` is not an ACP method; an extension method must start with `_`"
-                    ),
-                );
+                if let Some(other) = other_version_defining(version, method) {
+                    let said = wrong_version(version, other, method);
+                    self.find(WRONG_VERSION, line, said);
+                } else {
+                    self.find(
+                        UNKNOWN_METHOD,
+                        line,
+                        format!(
+                            "`{method}` is not an ACP method; an extension method must start with `_`"
+                        ),
+                    );
+                }
                 return false;
             }
-            Some(sender) if sender != line.direction => {
-                self.find(
-                    WRONG_DIRECTION,
-                    line,
-                    format!(
-                        "`{method}` is sent {} only",
-                        if sender == Direction::ClientToAgent {
-                            "by the client"
-                        } else {
-                            "by the agent"
-                        }
-                    ),
-                );
-                return false;
+            Some(Side::Either) => {}
+            Some(sender) => {
+                let sent_by = match line.direction {
+                    Direction::ClientToAgent => Side::Client,
+                    Direction::AgentToClient => Side::Agent,
+                };
+                if sender != sent_by {
+                    self.find(
+                        WRONG_DIRECTION,
+                        line,
+                        format!(
+                            "`{method}` is sent {} only",
+                            if sender == Side::Client {
+                                "by the client"
+                            } else {
+                                "by the agent"
+                            }
+                        ),
+                    );
+                    return false;
+                }
             }
-            Some(_) => {}
         }
-        if is_request && method != "initialize" && !self.initialized && method != "authenticate" {
+        if is_request
+            && !self.initialized
+            && !matches!(method, "initialize" | "authenticate" | "auth/login")
+        {
             self.find(
                 BEFORE_INITIALIZE,
                 line,
                 format!("`{method}` before initialize was answered"),
             );
         }
-        self.schema(
-            line,
-            || schema::params(method, params),
-            || schema::params_v2(method, params),
-        );
+        self.schema(line, |version| {
+            schema::params(version, method, params, is_request)
+        });
         true
     }
 
-    /// Validates with the protocol's types of the negotiated version: v1 (and before the
-    /// version is known), the v2 draft for the methods the crate types there.
-    fn schema(
-        &mut self,
-        line: &Line,
-        v1: impl FnOnce() -> Option<Result<(), String>>,
-        v2: impl FnOnce() -> Option<Result<(), String>>,
-    ) {
+    /// Validates with the protocol's types of the negotiated version: v1 (and before the version
+    /// is known), or the v2 draft. Another negotiated version is not checked, and said once.
+    fn schema(&mut self, line: &Line, check: impl FnOnce(Version) -> Option<Result<(), String>>) {
         let checked = match self.version {
-            Some(1) | None => v1(),
-            Some(2) => v2(),
-            Some(version) => {
+            None | Some(Version::V1) => check(Version::V1),
+            Some(Version::V2) => check(Version::V2),
+            // A proposal the agent has not answered yet: wait for what it answers.
+            Some(Version::Other(_)) if !self.initialized => None,
+            Some(Version::Other(version)) => {
                 if !self.said_unchecked_version {
                     self.said_unchecked_version = true;
                     self.find(
@@ -440,10 +427,15 @@ impl Conversation {
             && !self.sessions.contains(&session)
             && !self.loading.contains(&session)
         {
+            let creators = if self.rules() == Version::V2 {
+                "session/new or session/resume"
+            } else {
+                "session/new or session/load"
+            };
             self.find(
                 UNKNOWN_SESSION,
                 line,
-                format!("`{method}` for session `{session}`, which no session/new or session/load created"),
+                format!("`{method}` for session `{session}`, which no {creators} created"),
             );
         }
     }
@@ -460,6 +452,7 @@ impl Conversation {
                 format!("id {id} is still waiting for the answer to the request at seq {earlier}"),
             );
         } else {
+            self.sent.insert(key.clone());
             self.pending.insert(
                 key,
                 Pending {
@@ -469,13 +462,28 @@ impl Conversation {
                 },
             );
         }
+        // The client's proposal is the version until the agent answers: its own initialize is
+        // read with the types of the version it proposes.
+        if method == "initialize"
+            && line.direction == Direction::ClientToAgent
+            && !self.initialized
+            && let Some(proposed) = Version::from_value(&params["protocolVersion"])
+        {
+            self.version = Some(proposed);
+        }
         if !self.method(line, method, params, true) {
             return;
         }
+        // v1's negotiated capabilities (these methods are v1's only; v2's `terminal/cancel` needs
+        // the terminal's own `capabilities.cancel`, not one of initialize).
         let capability: Option<(&[&str], &str)> = match method {
             "fs/read_text_file" => Some((&["fs", "readTextFile"], "fs.readTextFile")),
             "fs/write_text_file" => Some((&["fs", "writeTextFile"], "fs.writeTextFile")),
-            m if m.starts_with("terminal/") => Some((&["terminal"], "terminal")),
+            "terminal/create"
+            | "terminal/output"
+            | "terminal/release"
+            | "terminal/wait_for_exit"
+            | "terminal/kill" => Some((&["terminal"], "terminal")),
             "session/load" => Some((&["loadSession"], "loadSession")),
             _ => None,
         };
@@ -498,10 +506,21 @@ impl Conversation {
             }
         }
         match method {
+            // v2 names them `capabilities` and `info` (v1: `clientCapabilities`, `clientInfo`).
+            "initialize" if self.rules() == Version::V2 => {
+                self.client_capabilities = params["capabilities"].clone();
+            }
             "initialize" => {
                 self.client_capabilities = params["clientCapabilities"].clone();
             }
+            // v1's load replays the history before its answer; so does v2's resume (from
+            // `replayFrom`, then a state snapshot). v1's resume replays nothing.
             "session/load" => {
+                if let Some(session) = session {
+                    self.loading.insert(session);
+                }
+            }
+            "session/resume" if self.rules() == Version::V2 => {
                 if let Some(session) = session {
                     self.loading.insert(session);
                 }
@@ -512,7 +531,11 @@ impl Conversation {
                     self.turns.insert(session, line.seq);
                 }
             }
-            "session/new" | "authenticate" | "session/list" => {}
+            // Methods that name a stored session, not one of this connection (any session
+            // `session/list` returns): resumed, forked, deleted, archived, retitled, asked after.
+            "session/new" | "authenticate" | "auth/login" | "session/list" | "session/resume"
+            | "session/fork" | "session/delete" | "session/archive" | "session/unarchive"
+            | "session/status" | "session/options" | "session/set_title" | "session/close" => {}
             _ => self.known_session(line, method, params),
         }
     }
@@ -529,47 +552,95 @@ impl Conversation {
                 };
                 let update = &params["update"];
                 let kind = update["sessionUpdate"].as_str().unwrap_or_default();
-                let turn_content = matches!(
-                    kind,
-                    "agent_message_chunk"
-                        | "agent_thought_chunk"
-                        | "tool_call"
-                        | "tool_call_update"
-                        | "plan"
-                );
-                if turn_content
-                    && !self.turns.contains_key(&session)
-                    && !self.loading.contains(&session)
-                {
-                    self.find(
-                        UPDATE_OUTSIDE_TURN,
-                        line,
-                        format!("a `{kind}` update for session `{session}` while none of its prompt turns runs"),
-                    );
-                }
-                if let Some(call) = update["toolCallId"].as_str() {
-                    let key = (session, call.to_owned());
-                    match kind {
-                        "tool_call" => {
-                            self.tool_calls.insert(key);
-                        }
-                        "tool_call_update" if !self.tool_calls.contains(&key) => {
-                            if self.version.is_none_or(|v| v < 2) && !self.loading.contains(&key.0)
-                            {
-                                self.find(
-                                    TOOL_CALL_UNANNOUNCED,
-                                    line,
-                                    format!("a tool_call_update for `{call}`, which no tool_call announced"),
-                                );
-                            }
-                            self.tool_calls.insert(key);
-                        }
-                        _ => {}
-                    }
+                if self.rules() == Version::V2 {
+                    self.update_v2(line, kind);
+                } else {
+                    self.update_v1(line, session, kind, update);
                 }
             }
             "session/cancel" => self.known_session(line, method, params),
+            "$/cancel_request" => {
+                // It names a request its sender issued (the receiver matches it against the
+                // requests it received from that sender). One already answered is fine: the
+                // two cross on the wire.
+                let id = &params["requestId"];
+                if (id.is_string() || id.is_i64() || id.is_u64())
+                    && !self.sent.contains(&(line.direction, id.to_string()))
+                {
+                    self.find(
+                        CANCEL_UNKNOWN_REQUEST,
+                        line,
+                        format!(
+                            "`$/cancel_request` for id {id}, which the {} never sent a request with",
+                            side_name(line.direction)
+                        ),
+                    );
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// A v1 `session/update`: turn content belongs in a prompt turn, and a `tool_call_update`
+    /// follows the `tool_call` that announced it.
+    fn update_v1(&mut self, line: &Line, session: String, kind: &str, update: &Value) {
+        let turn_content = matches!(
+            kind,
+            "agent_message_chunk"
+                | "agent_thought_chunk"
+                | "tool_call"
+                | "tool_call_update"
+                | "plan"
+        );
+        if turn_content && !self.turns.contains_key(&session) && !self.loading.contains(&session) {
+            self.find(
+                UPDATE_OUTSIDE_TURN,
+                line,
+                format!(
+                    "a `{kind}` update for session `{session}` while none of its prompt turns runs"
+                ),
+            );
+        }
+        if let Some(call) = update["toolCallId"].as_str() {
+            let key = (session, call.to_owned());
+            match kind {
+                "tool_call" => {
+                    self.tool_calls.insert(key);
+                }
+                "tool_call_update" if !self.tool_calls.contains(&key) => {
+                    if !self.loading.contains(&key.0) {
+                        self.find(
+                            TOOL_CALL_UNANNOUNCED,
+                            line,
+                            format!(
+                                "a tool_call_update for `{call}`, which no tool_call announced"
+                            ),
+                        );
+                    }
+                    self.tool_calls.insert(key);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A v2 `session/update`. The draft lets the agent report at any time (agent-initiated and
+    /// background work, a `state_update` says when foreground work runs), `tool_call_update` is
+    /// an upsert that may create a call, and messages are upserts by `messageId` (the schema
+    /// requires it): what is left to check is that no v1 kind is used, which v2's schema reads as
+    /// a future kind.
+    fn update_v2(&mut self, line: &Line, kind: &str) {
+        if is_v1_only_update(kind) {
+            let instead = match kind {
+                "tool_call" => "v2 creates and updates a tool call with `tool_call_update`",
+                "plan" => "v2 reports plans with `plan_update`",
+                _ => "v2 has config options (`config_option_update`) instead of modes",
+            };
+            self.find(
+                WRONG_VERSION,
+                line,
+                format!("a `{kind}` update is protocol v1's, but v2 was negotiated: {instead}"),
+            );
         }
     }
 
@@ -587,21 +658,27 @@ impl Conversation {
         };
         let result = &message["result"];
         let succeeded = message.get("error").is_none();
+        // The agent's answer to initialize is the negotiated version, and is read with its types.
+        if request.method == "initialize" && succeeded {
+            self.initialized = true;
+            if let Some(answered) = Version::from_value(&result["protocolVersion"]) {
+                self.version = Some(answered);
+            }
+        }
         if succeeded && !request.method.starts_with('_') {
-            let method = request.method.clone();
-            self.schema(
-                line,
-                || schema::result(&method, result),
-                || schema::result_v2(&method, result),
-            );
+            let method = request.method.as_str();
+            self.schema(line, |version| schema::result(version, method, result));
         } else if let Some(error) = message.get("error") {
-            self.schema(line, || schema::error(error), || schema::error_v2(error));
+            self.schema(line, |version| schema::error(version, error));
         }
         match request.method.as_str() {
             "initialize" if succeeded => {
-                self.initialized = true;
-                self.agent_capabilities = result["agentCapabilities"].clone();
-                let info = &result["agentInfo"];
+                let (capabilities, info) = if self.rules() == Version::V2 {
+                    (&result["capabilities"], &result["info"])
+                } else {
+                    (&result["agentCapabilities"], &result["agentInfo"])
+                };
+                self.agent_capabilities = capabilities.clone();
                 self.agent =
                     info["title"]
                         .as_str()
@@ -610,7 +687,6 @@ impl Conversation {
                             Some(version) => format!("{name} {version}"),
                             None => name.to_owned(),
                         });
-                self.version = result["protocolVersion"].as_i64();
             }
             "session/new" if succeeded => {
                 if let Some(session) = result["sessionId"].as_str() {
@@ -628,10 +704,15 @@ impl Conversation {
                     self.sessions.insert(session.to_owned());
                 }
             }
+            // v1: the answer ends the turn. v2: it says the prompt was inserted; the turn's end is
+            // an idle `state_update`, and a permission request may outlive it (background work
+            // may ask too), so nothing is left to check here.
             "session/prompt" => {
                 if let Some(session) = request.session {
                     self.turns.remove(&session);
-                    self.turn_ended(line, &session);
+                    if self.rules() == Version::V1 {
+                        self.turn_ended(line, &session);
+                    }
                 }
             }
             _ => {}
@@ -689,6 +770,47 @@ impl Conversation {
             findings: self.findings,
             agent: self.agent,
         }
+    }
+}
+
+/// Who sends on a direction, in words.
+fn side_name(direction: Direction) -> &'static str {
+    match direction {
+        Direction::ClientToAgent => "client",
+        Direction::AgentToClient => "agent",
+    }
+}
+
+/// What `acp/wrong-version` says of `method`, which `other` defines and `negotiated` does not.
+fn wrong_version(negotiated: Version, other: Version, method: &str) -> String {
+    let instead = match method {
+        "fs/read_text_file" | "fs/write_text_file" => {
+            "the v2 draft moved files to the agent: the client no longer serves fs/*"
+        }
+        m if m.starts_with("terminal/") && other == Version::V1 => {
+            "the v2 draft moved terminals to the agent: the client no longer serves terminal/*"
+        }
+        "session/load" => "v2 loads a session with session/resume and `replayFrom`",
+        "authenticate" => "v2 authenticates with auth/login",
+        "logout" => "v2 logs out with auth/logout",
+        "session/set_mode" | "session/set_model" => "v2 uses session/set_config_option",
+        "tool_call/cancel" | "terminal/cancel" => "v1 cancels a whole turn with session/cancel",
+        "auth/login" => "v1 authenticates with authenticate",
+        "auth/logout" => "v1 logs out with logout",
+        _ => "",
+    };
+    let head = match negotiated {
+        Version::V2 => format!("`{method}` is not a v2 method (v2 was negotiated)"),
+        Version::V1 => format!("`{method}` is not a v1 method (it is the v2 draft's)"),
+        Version::Other(n) => format!(
+            "`{method}` is a {} method, and protocol version {n} was negotiated",
+            if other == Version::V2 { "v2" } else { "v1" }
+        ),
+    };
+    if instead.is_empty() {
+        head
+    } else {
+        format!("{head}: {instead}")
     }
 }
 
@@ -770,6 +892,484 @@ mod tests {
                 "rpc/unknown-response"
             ]
         );
+    }
+
+    /// The findings of lines given as (direction, text).
+    fn owned(text: &[(&str, String)]) -> Vec<Finding> {
+        check(text.iter().enumerate().map(|(i, (dir, raw))| Line {
+            seq: i as i64,
+            direction: if *dir == "c2a" {
+                Direction::ClientToAgent
+            } else {
+                Direction::AgentToClient
+            },
+            raw: raw.as_bytes(),
+        }))
+        .findings
+    }
+
+    /// v2 lines built from the schema crate's own v2 types.
+    mod v2_lines {
+        use agent_client_protocol_schema::{ProtocolVersion, v2};
+        use serde::Serialize;
+        use serde_json::json;
+
+        pub const SESSION: &str = "s";
+
+        pub fn request(id: i64, method: &str, params: impl Serialize) -> String {
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+        }
+        pub fn notification(method: &str, params: impl Serialize) -> String {
+            json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+        }
+        pub fn answer(id: i64, result: impl Serialize) -> String {
+            json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+        }
+        pub fn update(session: &str, update: v2::SessionUpdate) -> String {
+            notification(
+                "session/update",
+                v2::UpdateSessionNotification::new(session, update),
+            )
+        }
+        pub fn state(session: &str, state: v2::StateUpdate) -> String {
+            update(session, v2::SessionUpdate::StateUpdate(state))
+        }
+        pub fn idle(session: &str) -> String {
+            state(
+                session,
+                v2::StateUpdate::Idle(
+                    v2::IdleStateUpdate::new().stop_reason(v2::StopReason::EndTurn),
+                ),
+            )
+        }
+        /// initialize with protocol version 2 both ways, and a session `s`.
+        pub fn opening() -> Vec<(&'static str, String)> {
+            let version = ProtocolVersion::V2;
+            vec![
+                (
+                    "c2a",
+                    request(
+                        0,
+                        "initialize",
+                        v2::InitializeRequest::new(
+                            version,
+                            v2::Implementation::new("client", "1.0"),
+                        ),
+                    ),
+                ),
+                (
+                    "a2c",
+                    answer(
+                        0,
+                        v2::InitializeResponse::new(
+                            version,
+                            v2::Implementation::new("agent", "1.0"),
+                        ),
+                    ),
+                ),
+                (
+                    "c2a",
+                    request(1, "session/new", v2::NewSessionRequest::new("/p")),
+                ),
+                ("a2c", answer(1, v2::NewSessionResponse::new(SESSION))),
+            ]
+        }
+        pub fn permission(id: i64) -> v2::RequestPermissionRequest {
+            v2::RequestPermissionRequest::new(
+                SESSION,
+                "Run ls",
+                vec![
+                    v2::PermissionOption::new(
+                        "allow",
+                        "Allow",
+                        v2::PermissionOptionKind::AllowOnce,
+                    ),
+                    v2::PermissionOption::new(
+                        "reject",
+                        "Reject",
+                        v2::PermissionOptionKind::RejectOnce,
+                    ),
+                ],
+            )
+            .description(format!("request {id}: list the project"))
+            .subject(v2::RequestPermissionSubject::from(
+                v2::CommandPermissionSubject::new("ls", "/p").tool_call_id("call1"),
+            ))
+        }
+    }
+
+    #[test]
+    fn a_clean_v2_exchange_has_no_finding() {
+        use agent_client_protocol_schema::v2;
+        use v2_lines::*;
+        let text = |t: &str| -> v2::ContentBlock { t.into() };
+        let mut lines = opening();
+        lines.extend([
+            (
+                "c2a",
+                request(
+                    2,
+                    "session/prompt",
+                    v2::PromptRequest::new(SESSION, vec![text("list the files")]),
+                ),
+            ),
+            (
+                "a2c",
+                state(
+                    SESSION,
+                    v2::StateUpdate::Running(v2::RunningStateUpdate::new()),
+                ),
+            ),
+            (
+                "a2c",
+                update(
+                    SESSION,
+                    v2::SessionUpdate::UserMessage(
+                        v2::UserMessage::new("u1").content(vec![text("list the files")]),
+                    ),
+                ),
+            ),
+            // The prompt's answer may come before the turn ends: it says the message was inserted.
+            ("a2c", answer(2, v2::PromptResponse::new("u1"))),
+            (
+                "a2c",
+                update(
+                    SESSION,
+                    v2::SessionUpdate::AgentThought(
+                        v2::AgentThought::new("t1").content(vec![text("ls will do")]),
+                    ),
+                ),
+            ),
+            (
+                "a2c",
+                update(
+                    SESSION,
+                    v2::SessionUpdate::AgentMessageChunk(v2::ContentChunk::new(
+                        text("Let me "),
+                        "m1",
+                    )),
+                ),
+            ),
+            // An upsert of the same message by its messageId.
+            (
+                "a2c",
+                update(
+                    SESSION,
+                    v2::SessionUpdate::AgentMessage(
+                        v2::AgentMessage::new("m1").content(vec![text("Let me look.")]),
+                    ),
+                ),
+            ),
+            // No `tool_call` first: in v2 the upsert creates the call.
+            (
+                "a2c",
+                update(
+                    SESSION,
+                    v2::SessionUpdate::ToolCallUpdate(
+                        v2::ToolCallUpdate::new("call1")
+                            .title("ls")
+                            .kind(v2::ToolKind::Execute)
+                            .status(v2::ToolCallStatus::Pending),
+                    ),
+                ),
+            ),
+            (
+                "a2c",
+                state(
+                    SESSION,
+                    v2::StateUpdate::RequiresAction(v2::RequiresActionStateUpdate::new()),
+                ),
+            ),
+            (
+                "a2c",
+                request(10, "session/request_permission", permission(10)),
+            ),
+            (
+                "c2a",
+                answer(
+                    10,
+                    v2::RequestPermissionResponse::new(v2::RequestPermissionOutcome::Selected(
+                        v2::SelectedPermissionOutcome::new("allow"),
+                    )),
+                ),
+            ),
+            (
+                "a2c",
+                request(
+                    11,
+                    "elicitation/create",
+                    v2::CreateElicitationRequest::new(
+                        v2::ElicitationFormMode::new(
+                            v2::ElicitationSessionScope::new(SESSION),
+                            v2::ElicitationSchema::new(),
+                        ),
+                        "Which branch?",
+                    ),
+                ),
+            ),
+            (
+                "c2a",
+                answer(
+                    11,
+                    v2::CreateElicitationResponse::new(v2::ElicitationAction::Accept(
+                        v2::ElicitationAcceptAction::new(),
+                    )),
+                ),
+            ),
+            (
+                "a2c",
+                state(
+                    SESSION,
+                    v2::StateUpdate::Running(v2::RunningStateUpdate::new()),
+                ),
+            ),
+            (
+                "c2a",
+                request(
+                    3,
+                    "tool_call/cancel",
+                    v2::CancelToolCallRequest::new(SESSION, "call1"),
+                ),
+            ),
+            ("a2c", answer(3, v2::CancelToolCallResponse::new())),
+            (
+                "c2a",
+                request(
+                    6,
+                    "terminal/cancel",
+                    v2::CancelTerminalRequest::new(SESSION, "term1"),
+                ),
+            ),
+            ("a2c", answer(6, v2::CancelTerminalResponse::new())),
+            (
+                "a2c",
+                update(
+                    SESSION,
+                    v2::SessionUpdate::ToolCallUpdate(
+                        v2::ToolCallUpdate::new("call1").status(v2::ToolCallStatus::Cancelled),
+                    ),
+                ),
+            ),
+            ("a2c", idle(SESSION)),
+            // Cancelling a request already answered is fine: the two cross on the wire.
+            (
+                "c2a",
+                notification(
+                    "$/cancel_request",
+                    v2::CancelRequestNotification::new(v2::RequestId::Number(2)),
+                ),
+            ),
+            // A stored session, resumed with its history replayed before the answer.
+            (
+                "c2a",
+                request(
+                    4,
+                    "session/resume",
+                    v2::ResumeSessionRequest::new("old", "/p")
+                        .replay_from(v2::ReplayFrom::from(v2::ReplayFromStart::new())),
+                ),
+            ),
+            (
+                "a2c",
+                update(
+                    "old",
+                    v2::SessionUpdate::UserMessage(
+                        v2::UserMessage::new("o1").content(vec![text("earlier")]),
+                    ),
+                ),
+            ),
+            (
+                "a2c",
+                update(
+                    "old",
+                    v2::SessionUpdate::AgentMessage(
+                        v2::AgentMessage::new("o2").content(vec![text("done")]),
+                    ),
+                ),
+            ),
+            ("a2c", idle("old")),
+            ("a2c", answer(4, v2::ResumeSessionResponse::new())),
+            // A prompt cancelled with $/cancel_request, answered with the cancelled error.
+            (
+                "c2a",
+                request(
+                    5,
+                    "session/prompt",
+                    v2::PromptRequest::new("old", vec![text("again")]),
+                ),
+            ),
+            (
+                "c2a",
+                notification(
+                    "$/cancel_request",
+                    v2::CancelRequestNotification::new(v2::RequestId::Number(5)),
+                ),
+            ),
+            (
+                "a2c",
+                serde_json::json!({"jsonrpc": "2.0", "id": 5,
+                    "error": v2::Error::new(-32800, "Request cancelled")})
+                .to_string(),
+            ),
+        ]);
+        let outcome = check(lines.iter().enumerate().map(|(i, (dir, raw))| Line {
+            seq: i as i64,
+            direction: if *dir == "c2a" {
+                Direction::ClientToAgent
+            } else {
+                Direction::AgentToClient
+            },
+            raw: raw.as_bytes(),
+        }));
+        assert!(outcome.findings.is_empty(), "{:#?}", outcome.findings);
+        // v2's initialize answer names the agent in `info`.
+        assert_eq!(outcome.agent.as_deref(), Some("agent 1.0"));
+    }
+
+    #[test]
+    fn a_v1_method_under_v2_is_a_finding() {
+        use v2_lines::*;
+        let mut lines = opening();
+        lines.extend([
+            (
+                "a2c",
+                request(
+                    7,
+                    "fs/read_text_file",
+                    serde_json::json!({"sessionId": SESSION, "path": "/p/a.txt"}),
+                ),
+            ),
+            (
+                "c2a",
+                serde_json::json!({"jsonrpc": "2.0", "id": 7,
+                    "error": {"code": -32601, "message": "Method not found"}})
+                .to_string(),
+            ),
+            (
+                "c2a",
+                request(
+                    8,
+                    "session/load",
+                    serde_json::json!({"sessionId": SESSION, "cwd": "/p", "mcpServers": []}),
+                ),
+            ),
+            (
+                "a2c",
+                serde_json::json!({"jsonrpc": "2.0", "id": 8,
+                    "error": {"code": -32601, "message": "Method not found"}})
+                .to_string(),
+            ),
+        ]);
+        let found = owned(&lines);
+        let said: Vec<(&str, &str)> = found.iter().map(|f| (f.rule, f.message.as_str())).collect();
+        assert_eq!(said[0].0, "acp/wrong-version", "{said:#?}");
+        assert!(
+            said[0].1.contains("not a v2 method") && said[0].1.contains("fs/read_text_file"),
+            "{said:#?}"
+        );
+        assert_eq!(said[1].0, "acp/wrong-version", "{said:#?}");
+        assert!(said[1].1.contains("session/resume"), "{said:#?}");
+        assert_eq!(
+            said.iter().map(|s| s.0).collect::<Vec<_>>(),
+            ["acp/wrong-version", "acp/wrong-version"]
+        );
+    }
+
+    #[test]
+    fn a_v2_permission_request_without_a_title_is_a_schema_finding() {
+        use v2_lines::*;
+        let mut params = serde_json::to_value(permission(9)).unwrap();
+        params.as_object_mut().unwrap().remove("title");
+        let mut lines = opening();
+        lines.extend([
+            ("a2c", request(9, "session/request_permission", params)),
+            (
+                "c2a",
+                answer(9, serde_json::json!({"outcome": {"outcome": "cancelled"}})),
+            ),
+        ]);
+        let found = owned(&lines);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].rule, "acp/schema");
+        assert!(found[0].message.contains("title"), "{found:#?}");
+        // A v1 request (a toolCall, no title) is refused under v2 the same way.
+        let v1_shaped = serde_json::json!({"sessionId": SESSION,
+            "toolCall": {"toolCallId": "c1", "title": "ls"},
+            "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]});
+        let mut lines = opening();
+        lines.extend([
+            ("a2c", request(9, "session/request_permission", v1_shaped)),
+            (
+                "c2a",
+                answer(
+                    9,
+                    serde_json::json!({"outcome": {"outcome": "selected", "optionId": "a"}}),
+                ),
+            ),
+        ]);
+        let rules: Vec<&str> = owned(&lines).iter().map(|f| f.rule).collect();
+        assert_eq!(rules, ["acp/schema"]);
+    }
+
+    #[test]
+    fn v1_kinds_under_v2_and_v2_methods_under_v1_are_the_wrong_version() {
+        use v2_lines::*;
+        let mut lines = opening();
+        lines.push((
+            "a2c",
+            notification(
+                "session/update",
+                serde_json::json!({"sessionId": SESSION, "update":
+                    {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "ls"}}),
+            ),
+        ));
+        let found = owned(&lines);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].rule, "acp/wrong-version");
+        assert!(found[0].message.contains("tool_call_update"), "{found:#?}");
+
+        let found = lines_v1_then(&[
+            r#"{"jsonrpc":"2.0","id":3,"method":"tool_call/cancel","params":{"sessionId":"s","toolCallId":"c1"}}"#,
+            r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":77}}"#,
+        ]);
+        let said: Vec<(&str, &str)> = found.iter().map(|f| (f.rule, f.message.as_str())).collect();
+        assert_eq!(
+            said.iter().map(|s| s.0).collect::<Vec<_>>(),
+            [
+                "acp/wrong-version",
+                "rpc/unanswered",
+                "acp/cancel-unknown-request"
+            ],
+            "{said:#?}"
+        );
+        assert!(
+            said[0].1.contains("not a v1 method") && said[0].1.contains("session/cancel"),
+            "{said:#?}"
+        );
+    }
+
+    /// A v1 opening (initialize, a session `s`), then these client lines.
+    fn lines_v1_then(client: &[&'static str]) -> Vec<Finding> {
+        let mut text = vec![
+            (
+                "c2a",
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#,
+            ),
+            (
+                "a2c",
+                r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#,
+            ),
+            (
+                "c2a",
+                r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/p","mcpServers":[]}}"#,
+            ),
+            (
+                "a2c",
+                r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#,
+            ),
+        ];
+        text.extend(client.iter().map(|line| ("c2a", *line)));
+        lines(&text)
     }
 
     #[test]

@@ -244,7 +244,7 @@ impl SessionState {
                 }
                 out.facts.push(Fact::ClientInitialize {
                     protocol_version: proposed.cloned(),
-                    client_info: field(params, "clientInfo"),
+                    client_info: info(params, "clientInfo"),
                 })
             }
             (Direction::ClientToAgent, "session/new" | "session/fork") => keep_params = true,
@@ -431,7 +431,7 @@ impl SessionState {
         let params = request.params.as_ref();
         match request.method.as_str() {
             "initialize" if direction == Direction::AgentToClient => {
-                self.agent_name = str_field(result.and_then(|r| r.get("agentInfo")), "name");
+                self.agent_name = str_field(info(result, "agentInfo").as_ref(), "name");
                 if let Some(version) = result
                     .and_then(|r| r.get("protocolVersion"))
                     .and_then(Version::from_value)
@@ -440,7 +440,7 @@ impl SessionState {
                 }
                 out.facts.push(Fact::AgentInitialize {
                     protocol_version: field(result, "protocolVersion"),
-                    agent_info: field(result, "agentInfo"),
+                    agent_info: info(result, "agentInfo"),
                 })
             }
             "session/new" | "session/fork" => {
@@ -562,6 +562,11 @@ impl<'a> PermissionShapes<'a> {
             })
             .or_else(|| self.v1_tool_call.and_then(id))
     }
+}
+
+/// A peer's `initialize` info: v1's `clientInfo` / `agentInfo`, v2's `info`.
+fn info(object: Option<&Value>, v1_name: &str) -> Option<Value> {
+    field(object, v1_name).or_else(|| field(object, "info"))
 }
 
 fn field(object: Option<&Value>, name: &str) -> Option<Value> {

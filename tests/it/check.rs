@@ -177,7 +177,19 @@ fn corpus() -> Vec<(&'static str, Transcript, Vec<&'static str>)> {
         ("session/load the agent did not offer", g().edit(1, |m| m["result"]["agentCapabilities"]["loadSession"] = json!(false)).insert(4, "c2a", &json!({"jsonrpc":"2.0","id":60,"method":"session/load","params":{"sessionId":"old","cwd":"/p","mcpServers":[]}}).to_string())
             .insert(5, "a2c", r#"{"jsonrpc":"2.0","id":60,"result":{}}"#), vec!["acp/capability-not-negotiated"]),
         ("a protocol version without a schema here", g().edit(1, |m| m["result"]["protocolVersion"] = json!(3)), vec!["acp/unchecked-version"]),
-        ("v1 messages after negotiating the v2 draft", g().edit(1, |m| m["result"]["protocolVersion"] = json!(2)), vec!["acp/schema"]),
+        // Read with v2's types and rules: v1's shapes are schema findings (no messageId, a
+        // permission request without a title), and v1's methods and update kinds (fs/*, a
+        // `tool_call` update) are of the wrong version.
+        ("v1 messages after negotiating the v2 draft", g().edit(1, |m| m["result"]["protocolVersion"] = json!(2)), vec!["acp/schema", "acp/wrong-version"]),
+        ("a v2 method under v1", g().insert(6, "c2a", &json!({"jsonrpc":"2.0","id":80,"method":"tool_call/cancel","params":{"sessionId":SESSION,"toolCallId":"read_file__call_s0_0_7oywbTLb"}}).to_string())
+            .insert(7, "a2c", r#"{"jsonrpc":"2.0","id":80,"error":{"code":-32601,"message":"Method not found"}}"#), vec!["acp/wrong-version"]),
+        ("a v1 method from a v2 client", g().edit(0, |m| m["params"]["protocolVersion"] = json!(2)).edit(1, |m| m["result"]["protocolVersion"] = json!(2))
+            .insert(4, "c2a", &json!({"jsonrpc":"2.0","id":81,"method":"session/load","params":{"sessionId":"old","cwd":"/p","mcpServers":[]}}).to_string())
+            .insert(5, "a2c", r#"{"jsonrpc":"2.0","id":81,"error":{"code":-32601,"message":"Method not found"}}"#), vec!["acp/schema", "acp/wrong-version"]),
+        // `$/cancel_request` names one of its sender's requests: one never sent is a warning, one
+        // already answered is fine (the prompt's id 2 was answered at 26).
+        ("cancelling a request never sent", g().insert(6, "c2a", r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":99}}"#), vec!["acp/cancel-unknown-request"]),
+        ("cancelling a request already answered", g().insert(27, "c2a", r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}"#), vec![]),
         // Both members: JSON-RPC allows exactly one (the error wins for the checks that follow).
         ("a response with both result and error", g().edit(26, |m| m["error"] = json!({"code": -32603, "message": "x"})), vec!["rpc/result-and-error"]),
         // What JavaScript and Python peers send and read, and `acptap import` reads: checked as
