@@ -2,6 +2,10 @@
 //! tool spans), with an `acp.*` namespace for what they lack. This is the model only: which
 //! spans, their parents, times and attributes. Sending them (OTLP) is another module's job.
 //!
+//! With [`SpanOptions::tool_content`], a turn's span also carries its prompt and the agent's
+//! messages, each with the text it ended with (`protocol::conversation`: v2 upserts replace a
+//! message, they do not add to it).
+//!
 //! The tree: one trace per session; its root span `acp.session`; an `invoke_agent` span per
 //! prompt turn; an `execute_tool` span per tool call, under the turn it started in (or the root);
 //! an `acp.permission` span per permission request, under its tool call's span; a span per
@@ -66,8 +70,10 @@ pub struct Span {
 /// Which spans, and what goes into them beyond their structure.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpanOptions {
-    /// Tool calls' arguments (`rawInput`) and results (`rawOutput`, else their content), as
-    /// recorded: redacted like the database.
+    /// The content of the session, as recorded (redacted like the database): tool calls'
+    /// arguments (`rawInput`) and results (`rawOutput`, else their content), and each turn's
+    /// prompt and the agent's messages (`gen_ai.input.messages`, `gen_ai.output.messages`).
+    /// Off, spans carry names, kinds, statuses and decisions only.
     pub tool_content: bool,
     /// Every span (the default), or (for live export) those whose end was recorded at or after
     /// `since`, plus with `open` the unfinished ones and the session's own span.
@@ -160,6 +166,70 @@ pub fn span_id(trace: &[u8; 16], what: &str) -> [u8; 8] {
         id[7] = 1;
     }
     id
+}
+
+/// A message's text in a span: cut to [`MAX_CONTENT_BYTES`], saying so.
+fn message_text(text: &str) -> String {
+    let (kept, cut) = crate::inspect::cut_text(text, MAX_CONTENT_BYTES);
+    if cut {
+        format!("{kept}…[cut: {} bytes in all]", text.len())
+    } else {
+        kept.to_owned()
+    }
+}
+
+/// A turn's messages as the GenAI conventions write them (`gen_ai.input.messages`,
+/// `gen_ai.output.messages`): the prompt, and each message the agent sent in the turn (`seqs`:
+/// its lines) with the text it ended with, chunks and v2 upserts applied
+/// (`protocol::conversation`); thoughts as `reasoning` parts.
+fn turn_messages(
+    reader: &Reader,
+    session: &SessionRef,
+    seqs: std::ops::Range<i64>,
+    finish_reason: &str,
+) -> rusqlite::Result<(serde_json::Value, serde_json::Value)> {
+    use crate::protocol::conversation::{Conversation, Role};
+    use serde_json::{Value, json};
+    let mut prompt = Vec::new();
+    let mut conversation = Conversation::new();
+    queries::for_each_session_line(reader, session, seqs.clone(), |line| {
+        if line.session_id.as_deref() != Some(session.session_id.as_str()) {
+            return;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&line.raw) else {
+            return;
+        };
+        if line.seq == seqs.start && line.method.as_deref() == Some("session/prompt") {
+            for block in message["params"]["prompt"].as_array().into_iter().flatten() {
+                prompt.push(match (block["type"].as_str(), block["text"].as_str()) {
+                    (Some("text"), Some(text)) => {
+                        json!({"type": "text", "content": message_text(text)})
+                    }
+                    // Images, resources, audio: named, not carried.
+                    (kind, _) => json!({"type": kind.unwrap_or("unknown")}),
+                });
+            }
+        }
+        conversation.observe(line.seq, line.method.as_deref(), message.get("params"));
+    })?;
+    let input = json!([{"role": "user", "parts": prompt}]);
+    let output: Vec<Value> = conversation
+        .messages()
+        .iter()
+        .filter_map(|m| {
+            let part = match m.role {
+                Role::Agent => "text",
+                Role::Thought => "reasoning",
+                Role::User => return None,
+            };
+            Some(json!({
+                "role": "assistant",
+                "parts": [{"type": part, "content": message_text(&m.text())}],
+                "finish_reason": finish_reason,
+            }))
+        })
+        .collect();
+    Ok((input, Value::Array(output)))
 }
 
 /// Text attribute, if there is a value.
@@ -263,6 +333,14 @@ pub fn session_spans(
         Attribute::Texts(summary.command.clone()),
     ));
     attributes.push(("acp.recording.complete", Attribute::Bool(summary.complete)));
+    // The negotiated protocol version (1, or 2 for the v2 draft), when it is a number.
+    if let Some(version) = summary
+        .protocol_version
+        .as_ref()
+        .and_then(serde_json::Value::as_i64)
+    {
+        attributes.push(("acp.protocol.version", Attribute::Int(version)));
+    }
     let root_in_window = window.since.is_none() || window.open;
     if root_in_window {
         spans.push(Span {
@@ -303,6 +381,20 @@ pub fn session_spans(
         ));
         if let Some(duration) = turn.duration_us {
             attributes.push(("acp.turn.duration_us", Attribute::Int(duration)));
+        }
+        if options.tool_content {
+            let lines = turn.request_seq..turns.get(i + 1).map_or(i64::MAX, |t| t.request_seq);
+            let finish = turn
+                .stop_reason
+                .as_deref()
+                .or(turn.error.as_ref().map(|_| "error"))
+                .unwrap_or("unfinished");
+            let (input, output) = turn_messages(reader, session, lines, finish)?;
+            attributes.push(("gen_ai.input.messages", Attribute::Text(input.to_string())));
+            attributes.push((
+                "gen_ai.output.messages",
+                Attribute::Text(output.to_string()),
+            ));
         }
         if let Some(usage) = usages.get(&turn.request_seq) {
             for (field, key) in [
@@ -416,6 +508,24 @@ pub fn session_spans(
         let mut attributes = Vec::new();
         common(&mut attributes);
         attributes.extend(text("gen_ai.tool.call.id", request.tool_call_id.as_deref()));
+        // v2: what the agent asked, and about what.
+        attributes.extend(text("acp.permission.title", request.title.as_deref()));
+        attributes.extend(text(
+            "acp.permission.description",
+            request.description.as_deref(),
+        ));
+        attributes.extend(text(
+            "acp.permission.subject",
+            request.subject_summary.as_deref(),
+        ));
+        attributes.extend(text(
+            "acp.permission.subject.type",
+            request
+                .subject
+                .as_ref()
+                .and_then(|s| s.get("type"))
+                .and_then(serde_json::Value::as_str),
+        ));
         attributes.push((
             "acp.permission.decided_by",
             Attribute::Text(decided_by.to_owned()),

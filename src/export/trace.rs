@@ -66,7 +66,8 @@
 //!   directions are timed on different threads, so a line can carry a time a few microseconds
 //!   before the line numbered just before it; such a time is raised to the previous one, which
 //!   keeps the trace monotonic as the format promises.
-//! - `session` is the message's `params.sessionId` when it is a string.
+//! - `session` is the message's `params.sessionId` (an elicitation's `params.scope.sessionId`)
+//!   when it is a string.
 //! - `mcp/message` (MCP-over-ACP) is shown as the format defines it: a request or notification
 //!   whose params carry a string `method` and object (or absent) `params` becomes that inner
 //!   method with protocol `"mcp"`; the answer to such a request carries the inner `result`, or
@@ -244,8 +245,10 @@ impl Tracer {
         match (method, id) {
             (Some(method), id) => {
                 let params = message.remove("params").unwrap_or(Value::Null);
+                // An elicitation names its session in its scope (v2).
                 let session = params
                     .get("sessionId")
+                    .or_else(|| params.get("scope")?.get("sessionId"))
                     .and_then(Value::as_str)
                     .map(str::to_owned);
                 let (protocol, method, params) = unwrap_mcp(method, params);
@@ -399,6 +402,21 @@ mod tests {
             serde_json::to_value(&notification).unwrap(),
             json!({"type":"notification","ts":2.0,"protocol":"acp","from":"client","to":"agent",
                    "method":"session/cancel","params":null})
+        );
+    }
+
+    #[test]
+    fn an_elicitation_is_traced_in_the_session_its_scope_names() {
+        let mut t = Tracer::default();
+        let request = one(
+            &mut t,
+            &HOP,
+            json!({"jsonrpc":"2.0","id":4,"method":"elicitation/create",
+                   "params":{"mode":"form","message":"Which?","scope":{"sessionId":"s"}}}),
+        );
+        assert!(
+            matches!(request, Some(TraceEvent::Request { session: Some(ref s), .. }) if s == "s"),
+            "{request:?}"
         );
     }
 

@@ -65,6 +65,41 @@ pub fn cut_json_strings(value: &mut serde_json::Value, max: usize) {
     }
 }
 
+/// A connection's protocol version as a person reads it: `v1`, `v2 (draft)`, `v7 (unknown)`,
+/// or the JSON as recorded when it is not a version number.
+pub fn protocol_label(version: &serde_json::Value) -> String {
+    match crate::protocol::Version::from_value(version) {
+        Some(known) => known.to_string(),
+        None => version.to_string(),
+    }
+}
+
+/// The bytes of base64 `text` (the standard alphabet; padding optional, whitespace skipped), or
+/// `None` when it is not base64. For the output a v2 agent sends of its terminals.
+pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut bits, mut count) = (0u32, 0u32);
+    for byte in text.bytes().filter(|b| !b.is_ascii_whitespace()) {
+        let value = match byte {
+            b'A'..=b'Z' => byte - b'A',
+            b'a'..=b'z' => byte - b'a' + 26,
+            b'0'..=b'9' => byte - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => break,
+            _ => return None,
+        };
+        bits = (bits << 6) | u32::from(value);
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out.push((bits >> count) as u8);
+            bits &= (1 << count) - 1;
+        }
+    }
+    Some(out)
+}
+
 /// `text` as one column of a table: on one line (newline, tab and CR read as spaces, as in
 /// prose), made safe by [`terminal_line`], and cut to `max` characters with `…`.
 pub fn one_line(text: &str, max: usize) -> String {
@@ -182,6 +217,23 @@ mod tests {
         assert_eq!(format_duration(12_345), "12ms");
         assert_eq!(format_duration(12_345_000), "12.3s");
         assert_eq!(format_duration(125_000_000), "2m05s");
+    }
+
+    #[test]
+    fn base64_decodes_with_and_without_padding() {
+        assert_eq!(decode_base64("aGVsbG8K").unwrap(), b"hello\n");
+        assert_eq!(decode_base64("Zm9vYmE=").unwrap(), b"fooba");
+        assert_eq!(decode_base64("Zm9vYmE").unwrap(), b"fooba");
+        assert_eq!(decode_base64("Zg==\n").unwrap(), b"f");
+        assert_eq!(decode_base64("").unwrap(), b"");
+        assert_eq!(decode_base64("not base64!"), None);
+    }
+
+    #[test]
+    fn protocol_versions_read_as_words() {
+        assert_eq!(protocol_label(&serde_json::json!(2)), "v2 (draft)");
+        assert_eq!(protocol_label(&serde_json::json!(1)), "v1");
+        assert_eq!(protocol_label(&serde_json::json!("2025-06")), "\"2025-06\"");
     }
 
     #[test]

@@ -79,6 +79,7 @@ fn session_row(s: &SessionSummary) -> Value {
         "label": s.label,
         "cwd": s.cwd,
         "started": format_time(s.created_at),
+        "protocol": s.protocol_version.as_ref().map(crate::inspect::protocol_label),
         "state": s.state,
         "exit_code": s.exit_code,
         "turns": s.turns,
@@ -183,6 +184,32 @@ fn tool_call_row(call: &ToolCallRow) -> Value {
     row
 }
 
+/// A timeline's items for a model: tool calls and permission requests as the list tools give
+/// them, the rest (messages with their final text, terminals, elicitations, other requests) as
+/// `show --json` has them.
+fn timeline_items(items: &[Item]) -> Vec<Value> {
+    items
+        .iter()
+        .map(|item| match item {
+            Item::ToolCall(call) => {
+                let mut row = tool_call_row(call);
+                row["type"] = json!("tool_call");
+                row
+            }
+            Item::Permission {
+                tool_call_title,
+                request,
+            } => {
+                let mut row = permission_row(request);
+                row["type"] = json!("permission");
+                row["tool_call_title"] = json!(tool_call_title);
+                row
+            }
+            other => json!(other),
+        })
+        .collect()
+}
+
 pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Result<Value> {
     let session = session(reader, &args.session)?;
     let (count, note) = page(args.turns, 5);
@@ -195,24 +222,7 @@ pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Resul
         if size > ANSWER_BYTES {
             return;
         }
-        let items: Vec<Value> = turn
-            .items
-            .iter()
-            .map(|item| match item {
-                Item::ToolCall(call) => {
-                    let mut row = tool_call_row(call);
-                    row["type"] = json!("tool_call");
-                    row
-                }
-                Item::Permission { title, request } => {
-                    let mut row = permission_row(request);
-                    row["type"] = json!("permission");
-                    row["title"] = json!(title);
-                    row
-                }
-                other => json!(other),
-            })
-            .collect();
+        let items = timeline_items(&turn.items);
         let mut value = json!({
             "turn": turn.index,
             "started": format_time(turn.started_at),
@@ -234,6 +244,15 @@ pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Resul
         "turns": turns,
         "more_turns": head.total_turns.saturating_sub(first.saturating_add(shown)),
     });
+    // What came before the first turn (a resume or load and the history it replayed), with it.
+    if first == 0 {
+        let opening = show::opening(reader, &session)?;
+        if !opening.is_empty() {
+            let mut items = json!(timeline_items(&opening));
+            cut_json_strings(&mut items, DETAIL_TEXT / 4);
+            answer["before_first_turn"] = items;
+        }
+    }
     if first.saturating_add(shown) < head.total_turns {
         answer["next_from_turn"] = json!(first + shown + 1);
     }
@@ -375,6 +394,10 @@ pub fn get_tool_call(reader: &Reader, args: GetToolCall) -> anyhow::Result<Value
 fn permission_row(p: &queries::PermissionRow) -> Value {
     let mut row = json!({
         "tool_call_id": p.tool_call_id,
+        "title": p.title,
+        "description": p.description,
+        "subject": p.subject,
+        "subject_summary": p.subject_summary,
         "request_line": p.request_seq,
         "asked": format_time(p.requested_at),
         "outcome": p.outcome,
@@ -609,6 +632,7 @@ pub fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value>
             let context = Context {
                 cwd: Some(&cwd),
                 agent: args.agent.as_deref(),
+                ..Default::default()
             };
             let input = DecisionInput::new(params, None, context, None);
             let verdict = policy.decide_input(&input, params.get("options"));
@@ -635,6 +659,7 @@ pub fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value>
                     Context {
                         cwd: recorded.cwd.as_deref().map(std::path::Path::new),
                         agent: recorded.agent_name.as_deref(),
+                        ..Default::default()
                     },
                 )
                 .ok_or_else(|| bad("the recorded request is not a JSON-RPC message with params"))?;

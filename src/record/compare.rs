@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::Reader;
 use super::queries::{self, SessionRef};
+use crate::protocol::conversation::{ChatMessage, Conversation, Role};
 
 /// What is compared of one session.
 #[derive(Debug, Clone, Serialize)]
@@ -23,8 +24,8 @@ pub struct Shape {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TurnShape {
     pub prompt: String,
-    /// The agent's message text in the turn (its `agent_message_chunk`s joined), cwd written
-    /// `<cwd>`. Compared only when asked (`acptap replay --compare text`): a model's words differ
+    /// The agent's message text in the turn (the final text of each of its messages, joined),
+    /// cwd written `<cwd>`. Compared only when asked (`acptap replay --compare text`): a model's words differ
     /// from run to run, a deterministic agent's do not.
     pub agent_text: String,
     pub stop_reason: Option<String>,
@@ -49,6 +50,9 @@ pub struct CallShape {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PermissionShape {
+    /// What a v2 request asks: its title and its subject in one line, cwd written `<cwd>`
+    /// (`None` for a v1 request).
+    pub asks: Option<String>,
     /// The title of the tool call it asks about.
     pub tool_call: Option<String>,
     /// That tool call's kind.
@@ -109,6 +113,22 @@ fn prompt_text(raw: &[u8]) -> String {
         .unwrap_or_default()
 }
 
+/// The agent's text of each turn (`turn_starts`: the turns' request seqs, in order): the final
+/// text of each agent message that began in it (chunks and v2 upserts applied, see
+/// `protocol::conversation`), joined in order. Never the concatenation of a message's upserts.
+fn agent_text_of_turns(turn_starts: &[i64], messages: &[ChatMessage]) -> Vec<String> {
+    let mut texts = vec![String::new(); turn_starts.len()];
+    for message in messages.iter().filter(|m| m.role == Role::Agent) {
+        if let Some(turn) = turn_starts
+            .partition_point(|start| *start <= message.first_seq)
+            .checked_sub(1)
+        {
+            texts[turn].push_str(&message.text());
+        }
+    }
+    texts
+}
+
 /// Reads a recorded session's shape.
 pub fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
     let summary = queries::session_summary_of(reader, session)?;
@@ -142,30 +162,26 @@ pub fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
             permissions: Vec::new(),
         });
     }
+    let mut conversation = Conversation::new();
     queries::for_each_session_line(reader, session, 0..i64::MAX, |line| {
-        if line.direction != "a2c" || line.method.as_deref() != Some("session/update") {
+        if line.session_id.as_deref() != Some(session.session_id.as_str()) {
             return;
         }
-        let Some(turn) = turn_of(Some(line.seq)) else {
-            return;
-        };
-        let Ok(message) = serde_json::from_slice::<Value>(&line.raw) else {
-            return;
-        };
-        let update = message.pointer("/params/update");
-        if update
-            .and_then(|u| u.get("sessionUpdate"))
-            .and_then(Value::as_str)
-            == Some("agent_message_chunk")
-            && let Some(text) = update
-                .and_then(|u| u.pointer("/content/text"))
-                .and_then(Value::as_str)
-        {
-            shapes[turn].agent_text.push_str(text);
+        if line.direction == "a2c" && line.method.as_deref() == Some("session/update") {
+            if let Ok(message) = serde_json::from_slice::<Value>(&line.raw) {
+                conversation.apply(line.seq, &message["params"]);
+            }
+        } else {
+            // Any other line of the session (a prompt, a permission request) ends a v1 message.
+            conversation.interrupt(&session.session_id);
         }
     })?;
-    for shape in &mut shapes {
-        shape.agent_text = relative(&shape.agent_text, cwd);
+    let turn_starts: Vec<i64> = turns.iter().map(|t| t.request_seq).collect();
+    for (shape, text) in shapes
+        .iter_mut()
+        .zip(agent_text_of_turns(&turn_starts, conversation.messages()))
+    {
+        shape.agent_text = relative(&text, cwd);
     }
     let calls = queries::session_tool_calls(reader, session)?;
     let mut titles = std::collections::HashMap::new();
@@ -204,7 +220,19 @@ pub fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
             .as_ref()
             .and_then(|id| titles.get(id).cloned())
             .unwrap_or_default();
+        let asks = match (&request.title, &request.subject_summary) {
+            (None, None) => None,
+            (title, subject) => Some(relative(
+                &format!(
+                    "{} · {}",
+                    title.as_deref().unwrap_or("-"),
+                    subject.as_deref().unwrap_or("no subject")
+                ),
+                cwd,
+            )),
+        };
         shapes[turn].permissions.push(PermissionShape {
+            asks,
             tool_call,
             tool_kind,
             decided_by: request.decided_by.clone(),
@@ -313,6 +341,7 @@ pub fn compare(a: &Shape, b: &Shape, timing_threshold_us: i64) -> Vec<Difference
             let n = j + 1;
             match (ta.permissions.get(j), tb.permissions.get(j)) {
                 (Some(x), Some(y)) => {
+                    differ(format!("permission {n} asks"), json(&x.asks), json(&y.asks));
                     differ(
                         format!("permission {n} tool call"),
                         json(&x.tool_call),
@@ -382,6 +411,46 @@ mod tests {
         assert_eq!(
             stable(&a, Some("/w/p")),
             serde_json::json!({"command": "ls <cwd>"})
+        );
+    }
+
+    #[test]
+    fn a_turns_agent_text_is_the_final_text_of_each_message() {
+        use serde_json::json;
+        let update = |update: Value| json!({"sessionId": "s", "update": update});
+        let chunk = |id: &str, text: &str| {
+            update(
+                json!({"sessionUpdate": "agent_message_chunk", "messageId": id,
+                          "content": {"type": "text", "text": text}}),
+            )
+        };
+        let mut conversation = Conversation::new();
+        // Turn 1 (from seq 10): two messages streamed interleaved, then the first replaced.
+        conversation.apply(11, &chunk("m1", "Draft "));
+        conversation.apply(12, &chunk("m2", "Second."));
+        conversation.apply(13, &chunk("m1", "answer."));
+        conversation.apply(
+            14,
+            &update(json!({"sessionUpdate": "agent_message", "messageId": "m1",
+                           "content": [{"type": "text", "text": "Final answer. "}]})),
+        );
+        // A thought is not the agent's text.
+        conversation.apply(
+            15,
+            &update(json!({"sessionUpdate": "agent_thought", "messageId": "t1",
+                           "content": [{"type": "text", "text": "hmm"}]})),
+        );
+        // Turn 2 (from seq 20): v1 chunks, joined.
+        for (seq, text) in [(21, "Hel"), (22, "lo")] {
+            conversation.apply(
+                seq,
+                &update(json!({"sessionUpdate": "agent_message_chunk",
+                               "content": {"type": "text", "text": text}})),
+            );
+        }
+        assert_eq!(
+            agent_text_of_turns(&[10, 20], conversation.messages()),
+            ["Final answer. Second.", "Hello"]
         );
     }
 

@@ -93,10 +93,11 @@ pub fn tool_calls(
     })
 }
 
-/// A permission request with the title of the tool call it asks about.
+/// A permission request with the title of the tool call it asks about (the request's own v2
+/// `title` is `request.title`).
 #[derive(Debug, Serialize)]
 pub struct PermissionItem {
-    pub title: Option<String>,
+    pub tool_call_title: Option<String>,
     #[serde(flatten)]
     pub request: PermissionRow,
 }
@@ -128,7 +129,7 @@ pub fn permission_requests(
     )?;
     let mut items = Vec::with_capacity(rows.len());
     for request in rows {
-        let title = match &request.tool_call_id {
+        let tool_call_title = match &request.tool_call_id {
             Some(id) => title_of
                 .query_row(
                     params![session.connection_id, session.session_id, id],
@@ -138,7 +139,10 @@ pub fn permission_requests(
                 .flatten(),
             None => None,
         };
-        items.push(PermissionItem { title, request });
+        items.push(PermissionItem {
+            tool_call_title,
+            request,
+        });
     }
     Ok(Page {
         total,

@@ -662,7 +662,16 @@ pub(super) fn for_each_tool_call_columns_where(
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PermissionRow {
+    /// The tool call it asks about: v1's `toolCall`, or the v2 subject's tool call.
     pub tool_call_id: Option<String>,
+    /// v2: the prompt's `title` and `description` (`None` for a v1 request).
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// v2: what the request is about (`{"type": "command", ...}`, `{"type": "tool_call", ...}`,
+    /// or another type), as it came.
+    pub subject: Option<Value>,
+    /// The subject in one line ([`subject_summary`]), for a list or a log.
+    pub subject_summary: Option<String>,
     pub request_seq: i64,
     pub requested_at: i64,
     pub decided_at: Option<i64>,
@@ -678,6 +687,41 @@ pub struct PermissionRow {
     pub policy_shadow: bool,
     /// The digest of the policy files that decided (or evaluated) it.
     pub policy_hash: Option<String>,
+}
+
+/// A v2 permission subject in one line: `command: cargo test (in /abs/project)`, `tool call:
+/// call_2`, or a type acptap has no words for as `TYPE: {the rest as JSON}`. Not made safe for a
+/// terminal or a page: each view does that as it prints it.
+pub fn subject_summary(subject: &Value) -> String {
+    let text = |name: &str| subject.get(name).and_then(Value::as_str);
+    match subject.get("type").and_then(Value::as_str) {
+        Some("command") => {
+            let mut line = format!("command: {}", text("command").unwrap_or("?"));
+            if let Some(cwd) = text("cwd") {
+                line.push_str(&format!(" (in {cwd})"));
+            }
+            line
+        }
+        Some("tool_call") => {
+            let call = subject.get("toolCall");
+            let id = call
+                .and_then(|c| c.get("toolCallId"))
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            match call.and_then(|c| c.get("title")).and_then(Value::as_str) {
+                Some(title) => format!("tool call: {id} ({title})"),
+                None => format!("tool call: {id}"),
+            }
+        }
+        Some(other) => {
+            let mut rest = subject.clone();
+            if let Some(object) = rest.as_object_mut() {
+                object.remove("type");
+            }
+            format!("{other}: {rest}")
+        }
+        None => format!("subject: {subject}"),
+    }
 }
 
 pub fn permission_requests(
@@ -746,7 +790,7 @@ pub(super) fn permission_rows(
     conn.prepare_cached(&format!(
         "SELECT tool_call_id, request_seq, requested_at, decided_at, decision_us, {options}, outcome,
                 option_id, option_kind, decided_by, policy_rule, policy_decision, policy_reason,
-                policy_shadow, policy_hash
+                policy_shadow, policy_hash, title, description, subject
          FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2
            AND (?3 IS NULL OR decided_at >= ?3 OR (?4 AND decided_at IS NULL))
            AND request_seq >= ?5 AND request_seq < ?6
@@ -764,8 +808,13 @@ pub(super) fn permission_rows(
             range.offset
         ],
         |r| {
+            let subject = parse_json(r.get(17)?);
             Ok(PermissionRow {
                 tool_call_id: r.get(0)?,
+                title: r.get(15)?,
+                description: r.get(16)?,
+                subject_summary: subject.as_ref().map(subject_summary),
+                subject,
                 request_seq: r.get(1)?,
                 requested_at: r.get(2)?,
                 decided_at: r.get(3)?,
@@ -794,11 +843,20 @@ pub struct SessionLine {
     pub direction: String,
     pub kind: String,
     pub method: Option<String>,
+    /// `None` for the lines that name no session but may be about this one (see
+    /// [`for_each_session_line`]).
+    pub session_id: Option<String>,
     pub raw: Vec<u8>,
 }
 
+/// The methods whose lines name no session but speak of something of one: the request a
+/// `$/cancel_request` cancels, the elicitation an `elicitation/complete` ends. A view reads them
+/// with the session's lines and keeps those about the session.
+pub const SESSIONLESS_METHODS: [&str; 2] = ["$/cancel_request", "elicitation/complete"];
+
 /// The session's notifications and requests (not responses) with `seq` in `seqs`, in order,
-/// each handed to `each` as it is read (a session's lines can be gigabytes).
+/// each handed to `each` as it is read (a session's lines can be gigabytes); with them, the
+/// connection's lines of [`SESSIONLESS_METHODS`] that name no session (`session_id: None`).
 pub fn for_each_session_line(
     reader: &Reader,
     session: &SessionRef,
@@ -806,12 +864,14 @@ pub fn for_each_session_line(
     mut each: impl FnMut(SessionLine),
 ) -> rusqlite::Result<()> {
     let conn = reader.conn();
-    let mut statement = conn.prepare(
-        "SELECT seq, ts, direction, kind, method, raw FROM messages
+    let sessionless = SESSIONLESS_METHODS.map(|m| format!("'{m}'")).join(", ");
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT seq, ts, direction, kind, method, session_id, raw FROM messages
          WHERE connection_id = ?1 AND seq >= ?3 AND seq < ?4
-           AND session_id = ?2 AND kind IN ('request', 'notification')
-         ORDER BY seq",
-    )?;
+           AND kind IN ('request', 'notification')
+           AND (session_id = ?2 OR (session_id IS NULL AND method IN ({sessionless})))
+         ORDER BY seq"
+    ))?;
     let mut rows = statement.query(params![
         session.connection_id,
         session.session_id,
@@ -825,10 +885,66 @@ pub fn for_each_session_line(
             direction: r.get(2)?,
             kind: r.get(3)?,
             method: r.get(4)?,
-            raw: r.get(5)?,
+            session_id: r.get(5)?,
+            raw: r.get(6)?,
         });
     }
     Ok(())
+}
+
+/// The answer to the request recorded at `request_seq`: the first response after it that
+/// names it. Read from the request on (by the connection's seq index), so an answer that
+/// follows soon costs a few rows.
+pub fn answer_to(
+    reader: &Reader,
+    connection_id: i64,
+    request_seq: i64,
+) -> rusqlite::Result<Option<MessageRow>> {
+    reader
+        .conn()
+        .prepare_cached(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages
+             WHERE connection_id = ?1 AND seq > ?2 AND reply_to_seq = ?2 AND kind = 'response'
+             ORDER BY seq LIMIT 1"
+        ))?
+        .query_row(params![connection_id, request_seq], message_row)
+        .optional()
+}
+
+/// A recorded request, as a cancellation names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestRef {
+    pub seq: i64,
+    pub method: Option<String>,
+    pub session_id: Option<String>,
+}
+
+/// The request a `$/cancel_request` recorded at `cancel_seq`, going `direction`, names by its
+/// JSON-RPC id (`rpc_id`, as JSON text): the latest request before it sent the same way. Ids
+/// are per direction, and a peer cancels only a request it issued itself.
+pub fn cancelled_request(
+    reader: &Reader,
+    connection_id: i64,
+    cancel_seq: i64,
+    direction: &str,
+    rpc_id: &str,
+) -> rusqlite::Result<Option<RequestRef>> {
+    reader
+        .conn()
+        .prepare_cached(
+            "SELECT seq, method, session_id FROM messages
+             WHERE connection_id = ?1 AND seq < ?2 AND direction = ?3 AND kind = 'request'
+               AND rpc_id = ?4
+             ORDER BY seq DESC LIMIT 1",
+        )?
+        .query_row(params![connection_id, cancel_seq, direction, rpc_id], |r| {
+            Ok(RequestRef {
+                seq: r.get(0)?,
+                method: r.get(1)?,
+                session_id: r.get(2)?,
+            })
+        })
+        .optional()
 }
 
 /// The ids of the tool calls the session's lines with `seq` in `seqs` name.

@@ -97,6 +97,7 @@ pub(super) async fn session(
             let report_pages =
                 (summary.turns.max(1) as usize).div_ceil(crate::inspect::report::TURNS_PER_PAGE);
             Ok(json!({
+                "protocol": summary.protocol_version.as_ref().map(crate::inspect::protocol_label),
                 "session": summary,
                 "lines": lines,
                 "report_pages": report_pages,
@@ -203,6 +204,41 @@ fn tool_call_detail(call: &ToolCallRow) -> Value {
     value
 }
 
+/// A turn's (or the opening's) items as a detail shows them: tool calls with their diffs, every
+/// long string cut.
+fn item_details(items: &[Item]) -> Vec<Value> {
+    items
+        .iter()
+        .map(|item| match item {
+            Item::ToolCall(call) => {
+                let mut value = tool_call_detail(call);
+                value["type"] = json!("tool_call");
+                value
+            }
+            other => {
+                let mut value = json!(other);
+                cut_strings(&mut value, DETAIL_BYTES);
+                value
+            }
+        })
+        .collect()
+}
+
+/// What the session's lines held before its first turn (a resume or load and the history it
+/// replayed), as a turn's items. Read when the session opens.
+pub(super) async fn opening(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            Ok(json!({"items": item_details(&show::opening(r, &session)?)}))
+        })
+        .await,
+    )
+}
+
 /// One whole turn: its prompt, the agent's text, plans, tool calls (with diffs) and decisions.
 pub(super) async fn turn(
     State(app): State<Arc<App>>,
@@ -217,22 +253,7 @@ pub(super) async fn turn(
                 .ok_or_else(|| anyhow::anyhow!("no turn 0: turns are numbered from 1"))?;
             show::for_each_turn(r, &session, at..at + 1, |t| found = Some(t))?;
             let turn = found.ok_or_else(|| anyhow::anyhow!("no turn {index}"))?;
-            let items: Vec<Value> = turn
-                .items
-                .iter()
-                .map(|item| match item {
-                    Item::ToolCall(call) => {
-                        let mut value = tool_call_detail(call);
-                        value["type"] = json!("tool_call");
-                        value
-                    }
-                    other => {
-                        let mut value = json!(other);
-                        cut_strings(&mut value, DETAIL_BYTES);
-                        value
-                    }
-                })
-                .collect();
+            let items = item_details(&turn.items);
             let mut value = turn_row(&turn);
             value["prompt"] = json!(cut(&turn.prompt, DETAIL_BYTES).0);
             value["error"] = json!(turn.error);
@@ -315,7 +336,16 @@ pub(super) async fn permissions(
             let mut page =
                 pages::permission_requests(r, &session, paging.offset(), paging.limit())?;
             for item in &mut page.items {
-                item.title = item.title.as_deref().map(|t| preview(t, PREVIEW_CHARS));
+                let cut = |text: &mut Option<String>| {
+                    *text = text.as_deref().map(|t| preview(t, PREVIEW_CHARS));
+                };
+                cut(&mut item.tool_call_title);
+                cut(&mut item.request.title);
+                cut(&mut item.request.description);
+                cut(&mut item.request.subject_summary);
+                if let Some(subject) = &mut item.request.subject {
+                    cut_strings(subject, PREVIEW_CHARS);
+                }
             }
             Ok(page)
         })

@@ -334,6 +334,10 @@ fn router(app: Arc<App>) -> Router {
             get(api::facets),
         )
         .route(
+            "/api/sessions/{connection}/{session}/opening",
+            get(api::opening),
+        )
+        .route(
             "/api/sessions/{connection}/{session}/turns",
             get(api::turns),
         )

@@ -1,11 +1,15 @@
 //! `report`: one session as a single self-contained HTML file, to open from disk and to share.
 //!
-//! It renders, in this order: a header (session, agent, cwd, connection, start, label, how the
-//! connection ended); filters (direction, method, tool kind, status, a text search); the timeline
-//! of prompt turns (prompt, stop reason, duration, the agent's text, thoughts and plans, every tool
-//! call with its kind icon, status, duration, paths, diffs and expandable rawInput / rawOutput /
-//! content, every permission request with the options offered, the choice, who made it and how
-//! long it took); what happened outside any turn; and every message of the connection, each
+//! It renders, in this order: a header (session, agent, protocol version, cwd, connection, start,
+//! label, how the connection ended); filters (direction, method, tool kind, status, a text
+//! search); what happened before the first turn (a resume or load and the history it replayed);
+//! the timeline of prompt turns (prompt, stop reason, duration, the agent's and the user's
+//! messages with their final text, thoughts and plans, states, every tool call with its kind
+//! icon, status, duration, paths, diffs and expandable rawInput / rawOutput / content, terminals
+//! with their command, end and output, every permission request with its title, description and
+//! subject, the options offered, the choice, who made it and how long it took, elicitations and
+//! their answers, cancellations and the session's other requests); what happened outside any
+//! turn; and every message of the connection, each
 //! response linked to its request (`#msg-<seq>`), each raw line expandable. Payloads over
 //! [`TRUNCATE_AT`] bytes show their beginning, with the whole text one click away.
 //!
@@ -31,7 +35,7 @@ use sha2::Digest;
 pub mod diff;
 
 use super::show::{self, Item, TurnView};
-use super::{format_duration, format_time, one_line};
+use super::{format_duration, format_time, one_line, protocol_label};
 use crate::record::Reader;
 use crate::record::queries::{self, MessageRow, PermissionRow, SessionRef, ToolCallRow};
 use diff::diff;
@@ -110,6 +114,7 @@ pub fn render(
         .turns
         .iter()
         .flat_map(|t| &t.items)
+        .chain(&timeline.opening)
         .filter_map(|item| match item {
             show::Item::ToolCall(call) => Some(call.tool_call_id.as_str()),
             _ => None,
@@ -183,11 +188,19 @@ pub fn render(
     if !whole {
         page.pages(&mut body, first..end, size, timeline.total_turns);
     }
+    let mut shown_calls = HashSet::new();
+    let mut shown_permissions = HashSet::new();
+    if !timeline.opening.is_empty() {
+        page.opening(
+            &mut body,
+            &timeline.opening,
+            &mut shown_calls,
+            &mut shown_permissions,
+        );
+    }
     if timeline.turns.is_empty() {
         body.push_str("<p class=\"empty\">No prompt turn was recorded.</p>\n");
     }
-    let mut shown_calls = HashSet::new();
-    let mut shown_permissions = HashSet::new();
     for (view, turn) in timeline.turns.iter().zip(turns) {
         page.turn(
             &mut body,
@@ -331,7 +344,7 @@ impl Page<'_> {
             field("Label", esc(label));
         }
         if let Some(version) = &s.protocol_version {
-            field("Protocol", esc(&version.to_string()));
+            field("Protocol", esc(&protocol_label(version)));
         }
         let exit = match (exit_signal, s.exit_code) {
             (Some(signal), _) => format!("killed by signal {signal}"),
@@ -444,18 +457,47 @@ impl Page<'_> {
             text_block(out, error, "text");
             out.push_str("</div>\n");
         }
-        for item in &view.items {
+        self.items(out, &view.items, shown_calls, shown_permissions);
+        out.push_str("</div>\n</section>\n");
+    }
+
+    /// What happened before the first turn: a resume or load and the history it replayed.
+    fn opening(
+        &self,
+        out: &mut String,
+        items: &[Item],
+        shown_calls: &mut HashSet<String>,
+        shown_permissions: &mut HashSet<i64>,
+    ) {
+        out.push_str(
+            "<section class=\"turn\" id=\"opening\">\n<h3>Before the first turn</h3>\n\
+             <div class=\"items\">\n",
+        );
+        self.items(out, items, shown_calls, shown_permissions);
+        out.push_str("</div>\n</section>\n");
+    }
+
+    /// The rows of a turn's (or the opening's) items, in order.
+    fn items(
+        &self,
+        out: &mut String,
+        items: &[Item],
+        shown_calls: &mut HashSet<String>,
+        shown_permissions: &mut HashSet<i64>,
+    ) {
+        let said = |out: &mut String, class: &str, who: &str, text: &str| {
+            let _ = write!(
+                out,
+                "<div class=\"row {class}\"><span class=\"who\">{who}</span>"
+            );
+            text_block(out, text, "text");
+            out.push_str("</div>\n");
+        };
+        for item in items {
             match item {
-                Item::AgentText { text } => {
-                    out.push_str("<div class=\"row say\"><span class=\"who\">agent</span>");
-                    text_block(out, text, "text");
-                    out.push_str("</div>\n");
-                }
-                Item::Thought { text } => {
-                    out.push_str("<div class=\"row thought\"><span class=\"who\">thinks</span>");
-                    text_block(out, text, "text");
-                    out.push_str("</div>\n");
-                }
+                Item::AgentText { text, .. } => said(out, "say", "agent", text),
+                Item::Thought { text, .. } => said(out, "thought", "thinks", text),
+                Item::UserText { text, .. } => said(out, "say", "user", text),
                 Item::Plan { entries } => {
                     out.push_str("<div class=\"row plan\"><span class=\"who\">plan</span><ul>");
                     for entry in entries {
@@ -463,17 +505,141 @@ impl Page<'_> {
                     }
                     out.push_str("</ul></div>\n");
                 }
+                Item::State { state, stop_reason } => {
+                    let _ = writeln!(
+                        out,
+                        "<div class=\"row state\"><span class=\"who\">state</span>{}{}</div>",
+                        esc(state),
+                        stop_reason
+                            .as_deref()
+                            .map(|r| format!(" <span class=\"meta\">({})</span>", esc(r)))
+                            .unwrap_or_default()
+                    );
+                }
+                Item::Terminal(view) => self.terminal(out, view),
                 Item::ToolCall(call) => {
                     shown_calls.insert(call.tool_call_id.clone());
                     self.tool_call(out, call);
                 }
-                Item::Permission { title, request } => {
+                Item::Permission {
+                    tool_call_title,
+                    request,
+                } => {
                     shown_permissions.insert(request.request_seq);
-                    self.permission(out, title.as_deref(), request);
+                    self.permission(out, tool_call_title.as_deref(), request);
                 }
+                Item::Elicitation(view) => self.elicitation(out, view),
+                Item::Request(view) => self.request(out, view),
             }
         }
-        out.push_str("</div>\n</section>\n");
+    }
+
+    /// An agent-owned terminal (v2): its command, where it ran, how it ended, its output.
+    fn terminal(&self, out: &mut String, view: &show::TerminalView) {
+        let end_class = match (view.exit_code, view.exited) {
+            (Some(0), _) => "st-completed",
+            (_, true) => "st-failed",
+            (_, false) => "st-in_progress",
+        };
+        let _ = write!(
+            out,
+            "<div class=\"row terminal\" data-terminal-id=\"{}\">\n<div class=\"line\">\
+             <span class=\"icon\" title=\"terminal\">🖥️</span> terminal <code>{}</code>: \
+             <code>{}</code>{} <span class=\"status {end_class}\">{}</span> \
+             <span class=\"meta\">{} of output</span></div>\n",
+            esc(&view.terminal_id),
+            esc(&view.terminal_id),
+            esc(view.command.as_deref().unwrap_or("?")),
+            view.cwd
+                .as_deref()
+                .map(|cwd| format!(" in <code>{}</code>", esc(cwd)))
+                .unwrap_or_default(),
+            esc(&show::terminal_end(view)),
+            format_size(view.output_bytes as i64),
+        );
+        if !view.output.is_empty() {
+            let _ = write!(
+                out,
+                "<details class=\"payload\"><summary>output{}</summary>",
+                if view.output.len() < view.output_bytes {
+                    " (its end)"
+                } else {
+                    ""
+                }
+            );
+            text_block(out, &view.output, "code");
+            out.push_str("</details>\n");
+        }
+        out.push_str("</div>\n");
+    }
+
+    /// An elicitation (v2): what the agent asked, and the client's answer.
+    fn elicitation(&self, out: &mut String, view: &show::ElicitationView) {
+        let class = match view.action.as_deref() {
+            Some("accept") => "allow",
+            Some(_) => "reject",
+            None => "none",
+        };
+        let _ = write!(
+            out,
+            "<div class=\"row elicitation\" id=\"elicitation-{seq}\">\n<div class=\"line\">\
+             <span class=\"icon\" title=\"elicitation\">❓</span> Elicitation ({}): {} · \
+             <span class=\"decision {class}\">{}</span> · <a class=\"msglink\" \
+             href=\"#msg-{seq}\">request #{seq}</a></div>\n",
+            esc(view.mode.as_deref().unwrap_or("?")),
+            esc(&view.message),
+            esc(&show::elicitation_answer(view)),
+            seq = view.seq,
+        );
+        if let Some(url) = &view.url {
+            let _ = writeln!(
+                out,
+                "<div class=\"meta\">url <code>{}</code>{}</div>",
+                esc(url),
+                if view.completed { " · completed" } else { "" }
+            );
+        }
+        if let Some(call) = &view.tool_call_id {
+            let _ = writeln!(
+                out,
+                "<div class=\"meta\">for tool call <code>{}</code></div>",
+                esc(call)
+            );
+        }
+        if let Some(content) = &view.content {
+            out.push_str("<details class=\"payload\"><summary>accepted</summary>");
+            text_block(out, &json_text(content), "code");
+            out.push_str("</details>\n");
+        }
+        out.push_str("</div>\n");
+    }
+
+    /// Another request of the session: a cancellation, a resume, a fork, a title set...
+    fn request(&self, out: &mut String, view: &show::RequestView) {
+        let _ = write!(
+            out,
+            "<div class=\"row request\">\n<div class=\"line\">\
+             <span class=\"icon\" title=\"request\">↪</span> <code>{}</code> from {}",
+            esc(&view.method),
+            view.from,
+        );
+        if !view.about.is_empty() {
+            let _ = write!(out, ": {}", esc(&view.about));
+        }
+        if let Some(cancelled) = view.cancels_seq {
+            let _ = write!(
+                out,
+                " (<a class=\"msglink\" href=\"#msg-{cancelled}\">request #{cancelled}</a>)"
+            );
+        }
+        if let Some(answer) = &view.answer {
+            let _ = write!(out, " → {}", esc(answer));
+        }
+        let _ = writeln!(
+            out,
+            " · <a class=\"msglink\" href=\"#msg-{seq}\">line #{seq}</a></div>\n</div>",
+            seq = view.seq
+        );
     }
 
     fn tool_call(&self, out: &mut String, call: &ToolCallRow) {
@@ -600,7 +766,7 @@ impl Page<'_> {
             esc(request.decided_by.as_deref().unwrap_or("")),
             esc(request.option_id.as_deref().unwrap_or("")),
         );
-        let label = esc(title.or(request.tool_call_id.as_deref()).unwrap_or("?"));
+        let label = esc(show::permission_label(title, request));
         match request
             .tool_call_id
             .as_ref()
@@ -623,12 +789,23 @@ impl Page<'_> {
         if let Some(us) = request.decision_us {
             let _ = write!(out, " · after {}", format_duration(us));
         }
-        let _ = write!(
+        let _ = writeln!(
             out,
-            " · <a class=\"msglink\" href=\"#msg-{seq}\">request #{seq}</a></div>\n<ul \
-             class=\"options\">",
+            " · <a class=\"msglink\" href=\"#msg-{seq}\">request #{seq}</a></div>",
             seq = request.request_seq
         );
+        // v2: what the agent says it asks, and about what.
+        if let Some(description) = &request.description {
+            let _ = writeln!(out, "<div class=\"meta\">{}</div>", esc(description));
+        }
+        if let Some(subject) = &request.subject_summary {
+            let _ = writeln!(
+                out,
+                "<div class=\"meta\">subject: <code>{}</code></div>",
+                esc(subject)
+            );
+        }
+        out.push_str("<ul class=\"options\">");
         for option in &options {
             let field = |name: &str| option.get(name).and_then(Value::as_str).unwrap_or("");
             let chosen = request.option_id.is_some()

@@ -257,6 +257,15 @@ async function openSession(connection, session, tab) {
   if (!same) {
     $("session-head").replaceChildren();
     $("detail").replaceChildren(el("p", { class: "hint" }, "Select a row."));
+    // What came before the first turn (a resume or load and the history it replayed) is shown
+    // until a row is selected.
+    get(`${base}/opening`).then((opening) => {
+      if (current?.base !== base || !opening.items.length || $("detail").querySelector(":not(.hint)")) return;
+      $("detail").replaceChildren(
+        el("p", { class: "hint" }, "Select a row."),
+        el("div", { class: "turn opening" }, el("h3", {}, "Before the first turn"), el("div", { class: "items" }, opening.items.map(itemDetail))),
+      );
+    });
   }
   $("list").setAttribute("aria-busy", "true");
   await loadHead(!same);
@@ -275,6 +284,7 @@ async function loadHead(first) {
   $("session-head").replaceChildren(
     ...pair("session", s.session_id),
     ...pair("agent", s.agent),
+    ...(head.protocol ? pair("protocol", head.protocol) : []),
     ...pair("cwd", s.cwd ?? "?"),
     ...pair("started", `${time(s.created_at)} UTC`),
     ...pair("state", s.state === "live" ? "● live" : `${s.state}${s.exit_code !== null ? `, exit ${s.exit_code}` : ""}${s.complete || s.state !== "ended" ? "" : `, INCOMPLETE: ${s.lost_messages} line(s) not recorded`}`),
@@ -341,7 +351,7 @@ function renderRow(item) {
     case "permissions":
       return el("div", { class: "perm-row" },
         el("span", { class: "c-time" }, time(item.requested_at).slice(11)),
-        el("span", { class: "c-text" }, item.title ?? item.tool_call_id ?? ""),
+        el("span", { class: "c-text" }, permissionLabel(item)),
         el("span", { class: `decision ${decisionClass(item)}` }, item.option_kind ?? item.outcome ?? "undecided"),
         el("span", { class: "c-who" }, decider(item)),
         el("span", { class: "c-dur" }, duration(item.decision_us)),
@@ -356,6 +366,8 @@ function renderRow(item) {
   }
 }
 
+/// What a permission request asks about: its own title (v2), else its tool call's.
+const permissionLabel = (p) => p.title ?? p.tool_call_title ?? p.tool_call_id ?? "";
 const decisionClass = (p) => (p.option_kind?.startsWith("allow") ? "allow" : p.option_kind?.startsWith("reject") ? "reject" : "");
 function decider(p) {
   if (!p.decided_by) return p.outcome === "cancelled" ? "cancelled" : "waiting";
@@ -394,23 +406,72 @@ const text = (value, cls = "text") => el("pre", { class: cls }, value ?? "");
 const json = (value) => JSON.stringify(value, null, 2);
 const field = (name, value) => (value === null || value === undefined || value === "" ? [] : [el("dt", {}, name), el("dd", {}, value)]);
 
+/// One item of a turn (or of what came before the first turn), as `show` has it.
+function itemDetail(item) {
+  switch (item.type) {
+    case "agent_text":
+      return el("div", { class: "row say" }, el("span", { class: "who" }, "agent"), text(item.text));
+    case "thought":
+      return el("div", { class: "row thought" }, el("span", { class: "who" }, "thought"), text(item.text));
+    case "user_text":
+      return el("div", { class: "row say" }, el("span", { class: "who" }, "user"), text(item.text));
+    case "plan":
+      return el("div", { class: "row plan" }, el("span", { class: "who" }, "plan"), el("ul", {}, item.entries.map((e) => el("li", {}, e))));
+    case "state":
+      return el("div", { class: "row state" }, el("span", { class: "who" }, "state"), item.state, item.stop_reason ? ` (${item.stop_reason})` : "");
+    case "terminal":
+      return el("div", { class: "row terminal" }, terminalDetail(item));
+    case "tool_call":
+      return el("div", { class: "row tool" }, toolCallDetail(item));
+    case "permission":
+      return el("div", { class: "row perm" }, permissionDetail(item));
+    case "elicitation":
+      return el("div", { class: "row elicitation" }, elicitationDetail(item));
+    case "request":
+      return el("div", { class: "row request" },
+        el("span", { class: "who" }, item.from), el("code", {}, item.method), item.about ? `: ${item.about}` : "",
+        item.answer ? ` → ${item.answer}` : "", " ", el("span", { class: "meta" }, `line ${item.seq}`));
+    default:
+      return el("div", { class: "row" }, text(json(item), "json"));
+  }
+}
+
+/// A terminal's end: its exit code or signal, or that it still runs.
+function terminalEnd(t) {
+  if (t.exit_code !== null && t.exit_code !== undefined) return `exit ${t.exit_code}`;
+  if (t.signal) return `signal ${t.signal}`;
+  return t.exited ? "exited" : "running";
+}
+
+function terminalDetail(t) {
+  return el("div", { class: "terminal", dataset: { terminal: t.terminal_id } },
+    el("div", { class: "line" }, "terminal ", el("code", {}, t.terminal_id), ": ", el("strong", {}, t.command ?? "?"), " ",
+      el("span", { class: statusClass(t.exit_code === 0 ? "completed" : t.exited ? "failed" : "in_progress") }, terminalEnd(t))),
+    el("dl", { class: "meta" },
+      ...field("cwd", t.cwd),
+      ...field("output", `${t.output_bytes} byte(s)`),
+    ),
+    t.output ? el("details", { class: "payload" }, el("summary", {}, "output"), text(t.output, "json")) : null,
+  );
+}
+
+function elicitationDetail(e) {
+  const answer = e.action === null || e.action === undefined ? "no answer" : e.error ? `error: ${e.error}` : `${e.action} by ${e.answered_by ?? "?"}`;
+  return el("div", { class: "elicitation" },
+    el("div", { class: "line" }, `elicitation (${e.mode ?? "?"}) `, el("strong", {}, e.message), " → ",
+      el("span", { class: `decision ${e.action === "accept" ? "allow" : e.action ? "reject" : ""}` }, answer)),
+    el("dl", { class: "meta" },
+      ...field("url", e.url),
+      ...field("completed", e.completed ? "yes" : null),
+      ...field("tool call", e.tool_call_id),
+      ...field("line", e.seq),
+    ),
+    e.content ? el("details", { class: "payload" }, el("summary", {}, "accepted"), text(json(e.content), "json")) : null,
+  );
+}
+
 function turnDetail(turn) {
-  const items = turn.items.map((item) => {
-    switch (item.type) {
-      case "agent_text":
-        return el("div", { class: "row say" }, el("span", { class: "who" }, "agent"), text(item.text));
-      case "thought":
-        return el("div", { class: "row thought" }, el("span", { class: "who" }, "thought"), text(item.text));
-      case "plan":
-        return el("div", { class: "row plan" }, el("span", { class: "who" }, "plan"), el("ul", {}, item.entries.map((e) => el("li", {}, e))));
-      case "tool_call":
-        return el("div", { class: "row tool" }, toolCallDetail(item));
-      case "permission":
-        return el("div", { class: "row perm" }, permissionDetail(item));
-      default:
-        return el("div", { class: "row" }, text(json(item), "json"));
-    }
-  });
+  const items = turn.items.map(itemDetail);
   return el("div", { class: "turn" },
     el("h3", {}, `Turn ${turn.index} `, el("span", { class: "stop" }, turn.stop_reason ?? (turn.error ? "error" : "unfinished")), " ", el("span", { class: "dur" }, duration(turn.duration_us)), turn.cancel_requested ? el("span", { class: "warn" }, " · cancel requested") : null),
     el("div", { class: "row prompt" }, el("span", { class: "who" }, "prompt"), text(turn.prompt)),
@@ -460,9 +521,12 @@ function permissionDetail(p) {
     el("li", { class: o.optionId === p.option_id ? "chosen" : "" }, o.name ?? o.optionId, " ", el("span", { class: "okind" }, o.kind ?? "")),
   );
   return el("div", { class: "permission" },
-    el("div", { class: "line" }, "permission ", el("strong", {}, p.title ?? p.tool_call_id ?? ""), " → ", el("span", { class: `decision ${decisionClass(p)}` }, p.option_kind ?? p.outcome ?? "undecided")),
+    el("div", { class: "line" }, "permission ", el("strong", {}, permissionLabel(p)), " → ", el("span", { class: `decision ${decisionClass(p)}` }, p.option_kind ?? p.outcome ?? "undecided")),
+    p.description ? el("p", { class: "meta" }, p.description) : null,
     options.length ? el("ul", { class: "options" }, options) : null,
     el("dl", { class: "meta" },
+      ...field("subject", p.subject_summary),
+      ...field("tool call", p.title ? (p.tool_call_title ?? p.tool_call_id) : null),
       ...field("decided by", decider(p)),
       ...field("rule", p.policy_rule),
       ...field("policy said", p.policy_decision ? `${p.policy_decision}${p.policy_shadow ? " (shadow: not applied)" : ""}` : null),
