@@ -5,3 +5,7 @@
 ALTER TABLE permission_requests ADD COLUMN title TEXT;
 ALTER TABLE permission_requests ADD COLUMN description TEXT;
 ALTER TABLE permission_requests ADD COLUMN subject TEXT;
+
+-- A v2 turn ends with the session's `idle` state update, not with the prompt's answer: the turn
+-- that a line ended is found by its `response_seq` (`acptap tail`).
+CREATE INDEX prompt_turns_response ON prompt_turns (connection_id, response_seq);

@@ -162,8 +162,8 @@ pub struct RunArgs {
     /// With --otlp: an HTTP header for the collector, `NAME=VALUE` or `NAME: VALUE` (repeatable).
     #[arg(long = "otlp-header", value_name = "NAME=VALUE", value_parser = HeaderParser::default())]
     pub otlp_headers: Vec<(String, String)>,
-    /// With --otlp: put tool calls' arguments and results (as recorded, so redacted) into the
-    /// spans.
+    /// With --otlp: put tool calls' arguments and results, the prompts and the agent's messages
+    /// (as recorded, so redacted) into the spans.
     #[arg(long)]
     pub otlp_tool_content: bool,
     /// Once the client has closed our stdin, how long the agent may take to exit before it gets
@@ -529,8 +529,9 @@ pub struct ExportArgs {
     /// $OTEL_EXPORTER_OTLP_TRACES_HEADERS.
     #[arg(long = "header", value_name = "NAME=VALUE", value_parser = HeaderParser::default())]
     pub headers: Vec<(String, String)>,
-    /// With `--format otlp`: put tool calls' arguments and results (as recorded, so redacted)
-    /// into the spans [default: the config file's `otlp.tool_content`]
+    /// With `--format otlp`: put tool calls' arguments and results, the prompts and the agent's
+    /// messages (as recorded, so redacted) into the spans [default: the config file's
+    /// `otlp.tool_content`]
     #[arg(long)]
     pub tool_content: bool,
 }

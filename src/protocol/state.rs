@@ -84,6 +84,14 @@ pub enum Fact {
     },
 }
 
+/// A prompt whose turn has not ended.
+#[derive(Debug, Clone, Copy)]
+struct OpenTurn {
+    request_seq: i64,
+    /// v2: the prompt was answered or the session reported work since: its next `idle` ends it.
+    started: bool,
+}
+
 /// A request waiting for its response.
 #[derive(Debug, Clone)]
 struct Pending {
@@ -119,9 +127,9 @@ pub struct SessionState {
     /// The protocol version: the client's proposal until the agent answers `initialize`, then the
     /// negotiated one.
     version: Option<Version>,
-    /// Per session, the prompt whose turn is open (its request's seq): a v2 turn ends with the
-    /// session's `idle` state update, not with the prompt's answer.
-    open_turns: HashMap<String, i64>,
+    /// Per session, the prompt whose turn is open: a v2 turn ends with the session's `idle`
+    /// state update, not with the prompt's answer.
+    open_turns: HashMap<String, OpenTurn>,
     /// For the tap: no facts (and no copies of tool-call values for them), and only the requests
     /// whose answers it reads (`initialize`, `session/new`) are remembered.
     tap: bool,
@@ -261,7 +269,13 @@ impl SessionState {
             }
             (Direction::ClientToAgent, "session/prompt") => {
                 if let Some(session_id) = msg.session_id() {
-                    self.open_turns.insert(session_id.to_owned(), seq);
+                    self.open_turns.insert(
+                        session_id.to_owned(),
+                        OpenTurn {
+                            request_seq: seq,
+                            started: false,
+                        },
+                    );
                 }
                 out.facts.push(Fact::TurnStarted {
                     session_id: msg.session_id().map(str::to_owned),
@@ -334,24 +348,38 @@ impl SessionState {
                 ) {
                     self.apply_tool_call(session_id, update, how, facts);
                 }
-                // v2: foreground work ends with an `idle` state update, which ends the turn.
+                // v2: foreground work ends with an `idle` state update, which ends the turn. An
+                // agent also reports `idle` unasked (after `session/new`, in a resume), and such a
+                // line may come just after the next prompt: only an `idle` after the prompt was
+                // answered, or after the session reported work, ends the turn.
                 let update = msg.params().and_then(|p| p.get("update"));
-                let idle = update.is_some_and(|u| {
-                    u.get("sessionUpdate").and_then(Value::as_str) == Some("state_update")
-                        && u.get("state").and_then(Value::as_str) == Some("idle")
-                });
-                if idle
-                    && self.version == Some(Version::V2)
-                    && let Some(request_seq) =
-                        msg.session_id().and_then(|s| self.open_turns.remove(s))
-                {
-                    facts.push(Fact::TurnEnded {
-                        request_seq,
-                        stop_reason: update
-                            .and_then(|u| u.get("stopReason"))
-                            .map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_owned)),
-                        error: None,
-                    });
+                let state = update
+                    .filter(|u| {
+                        u.get("sessionUpdate").and_then(Value::as_str) == Some("state_update")
+                    })
+                    .and_then(|u| u.get("state"))
+                    .and_then(Value::as_str);
+                let turn = msg
+                    .session_id()
+                    .filter(|_| self.version == Some(Version::V2))
+                    .and_then(|s| self.open_turns.get_mut(s));
+                match (state, turn) {
+                    (Some("idle"), Some(turn)) if turn.started => {
+                        let request_seq = turn.request_seq;
+                        if let Some(session_id) = msg.session_id() {
+                            self.open_turns.remove(session_id);
+                        }
+                        facts.push(Fact::TurnEnded {
+                            request_seq,
+                            stop_reason: update
+                                .and_then(|u| u.get("stopReason"))
+                                .map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_owned)),
+                            error: None,
+                        });
+                    }
+                    (Some("idle") | None, _) => {}
+                    (Some(_), Some(turn)) => turn.started = true,
+                    (Some(_), None) => {}
                 }
             }
             // A cancelled request's session is the cancellation's (the request went the same
@@ -459,12 +487,20 @@ impl SessionState {
             }
             // v2 answers a prompt when the message is accepted (`messageId`); the turn ends with
             // the session's `idle` state update (see `notification`). An error ends it here.
-            "session/prompt" if self.version == Some(Version::V2) && error.is_none() => {}
+            "session/prompt" if self.version == Some(Version::V2) && error.is_none() => {
+                if let Some(turn) = self
+                    .open_turns
+                    .values_mut()
+                    .find(|t| t.request_seq == request.seq)
+                {
+                    turn.started = true;
+                }
+            }
             "session/prompt" => {
                 let session_id = self
                     .open_turns
                     .iter()
-                    .find(|(_, seq)| **seq == request.seq)
+                    .find(|(_, t)| t.request_seq == request.seq)
                     .map(|(session, _)| session.clone());
                 if let Some(session_id) = session_id {
                     self.open_turns.remove(&session_id);
@@ -707,6 +743,10 @@ mod tests {
                 C2A,
                 r#"{"id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
             ),
+            (
+                A2C,
+                r#"{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle"}}}"#,
+            ),
             (A2C, r#"{"id":1,"result":{"messageId":"u1"}}"#),
             (
                 A2C,
@@ -717,16 +757,18 @@ mod tests {
                 r#"{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}}}"#,
             ),
         ]);
+        // The idle sent before the prompt was answered (a stale one) ends nothing.
         assert!(out[3].facts.is_empty(), "{:?}", out[3].facts);
+        assert!(out[4].facts.is_empty(), "{:?}", out[4].facts);
         // The subject's tool call is created like a tool_call_update, then the request recorded.
         assert!(
-            matches!(&out[4].facts[0], Fact::ToolCall { created: true, tool_call_id, .. } if tool_call_id == "t")
+            matches!(&out[5].facts[0], Fact::ToolCall { created: true, tool_call_id, .. } if tool_call_id == "t")
         );
-        assert!(matches!(&out[4].facts[1],
+        assert!(matches!(&out[5].facts[1],
             Fact::PermissionRequested { tool_call_id: Some(t), title: Some(title), subject: Some(_), .. }
             if t == "t" && title == "Edit"));
         assert_eq!(
-            out[5].facts,
+            out[6].facts,
             vec![Fact::TurnEnded {
                 request_seq: 2,
                 stop_reason: Some("end_turn".into()),

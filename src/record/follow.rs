@@ -102,7 +102,10 @@ impl Cursor {
             events.push(event);
         }
         let mut stmt = conn.prepare_cached(
-            "SELECT p.decided_at, p.connection_id, p.session_id, p.tool_call_id, t.kind, t.title,
+            "SELECT p.decided_at, p.connection_id, p.session_id, p.tool_call_id,
+                    coalesce(t.kind, CASE json_extract(p.subject, '$.type')
+                                     WHEN 'command' THEN 'execute' END),
+                    coalesce(p.title, t.title),
                     p.decided_by, p.option_kind, p.outcome
              FROM messages m
              JOIN permission_requests p ON p.response_message_id = m.id
@@ -130,7 +133,9 @@ impl Cursor {
             "SELECT t.ended_at, t.connection_id, t.session_id, coalesce(t.stop_reason, 'error')
              FROM messages m
              JOIN prompt_turns t ON t.connection_id = m.connection_id AND t.response_seq = m.seq
-             WHERE m.id > ?1 AND m.id <= ?2 AND m.kind = 'response' AND m.method = 'session/prompt'
+             WHERE m.id > ?1 AND m.id <= ?2
+               AND ((m.kind = 'response' AND m.method = 'session/prompt')
+                    OR (m.kind = 'notification' AND m.method = 'session/update'))
              ORDER BY m.id",
         )?;
         let turns = stmt.query_map(params![self.message_id, newest], |r| {

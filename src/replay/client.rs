@@ -5,10 +5,14 @@
 //! run is recorded like any other, as a new connection whose `replay_of` names the original; no
 //! policy from the user's configuration takes part. The replay sends the recorded client
 //! requests in order (session ids mapped to the live ones, `--cwd` in place of the recorded cwd),
-//! sends a recorded `session/cancel` at the same point of its turn (after as many agent lines as
-//! the recording had, or as much time), and answers the agent's requests from the recording:
-//! permission requests by tool kind and title (the option of the kind the user chose), fs reads
-//! and writes by path (or from the real file system with `--fs real`), anything else by method.
+//! sends a recorded cancel (`session/cancel`, `$/cancel_request`, v2's `tool_call/cancel` and
+//! `terminal/cancel`) at the same point of its turn (after as many agent lines as the recording
+//! had, or as much time), and answers the agent's requests from the recording: permission
+//! requests by tool kind and title (v2: by the subject's kind or type and the request's title;
+//! the option of the kind the user chose), fs reads and writes by path (or from the real file
+//! system with `--fs real`), anything else by method. Under ACP v2 (as the live agent and the
+//! recorded client negotiated it) the client serves no `fs/*` or `terminal/*`: such a request of
+//! the live agent is answered method-not-found, and nothing is read or written for it.
 //!
 //! A recording is untrusted input. The agent starts the stdio MCP servers a `session/new` (or
 //! `session/load`, `session/resume`, `session/fork`) names: any command. So by default these
@@ -32,9 +36,10 @@ use serde_json::{Value, json};
 
 use super::divergence;
 use super::say;
-use super::script::{ScriptLine, with_id, with_renamed_strings};
+use super::script::{ScriptLine, negotiated_version, with_id, with_renamed_strings};
 use crate::protocol::message::decode;
-use crate::protocol::{Direction, Message, MessageKind, parse_line};
+use crate::protocol::state::PermissionShapes;
+use crate::protocol::{Direction, Message, MessageKind, SessionState, parse_line};
 use crate::proxy::{InProcess, RunOptions};
 use crate::record::queries::SessionRef;
 use crate::record::redact::Redactor;
@@ -71,7 +76,21 @@ const SESSION_OPENERS: [&str; 4] = [
 
 /// The params of a session-opening request that a replay sends as recorded by default; every
 /// other one (`_meta`, `additionalDirectories`, ...) is withheld, and `mcpServers` sent empty.
-const KEPT_SESSION_PARAMS: [&str; 2] = ["cwd", "sessionId"];
+/// `replayFrom` (v2 `session/resume`) says whether the agent replays the session's history: no
+/// command and no directory, and without it the live conversation would not be the recorded one.
+const KEPT_SESSION_PARAMS: [&str; 3] = ["cwd", "sessionId", "replayFrom"];
+
+/// The client's messages that a recorded turn sends while its prompt is pending, each at the
+/// point of the turn where it was recorded: the cancels.
+const IN_TURN_CANCELS: [&str; 4] = [
+    "session/cancel",
+    "$/cancel_request",
+    "tool_call/cancel",
+    "terminal/cancel",
+];
+
+/// ACP's (JSON-RPC's) error code for a method the peer does not serve.
+const METHOD_NOT_FOUND: i64 = -32601;
 
 /// A recorded agent request and the client's recorded answer.
 struct RecordedExchange {
@@ -103,6 +122,21 @@ struct Driver {
     run_recorded_commands: bool,
     /// What stderr already said was withheld from the agent: each said once.
     withheld_said: HashSet<String>,
+    /// The `initialize` exchange with the live agent, for the version it negotiated (which
+    /// decides whether the client serves files and terminals).
+    negotiation: SessionState,
+    /// Script indices of recorded cancels already sent inside their turn.
+    sent_in_turn: HashSet<usize>,
+}
+
+/// A recorded cancel inside a turn, and when to send it: after as many agent lines as the
+/// recording had before it, or as much time after the request, whichever comes first.
+#[derive(Clone, Copy)]
+struct InTurnCancel<'a> {
+    index: usize,
+    line: &'a ScriptLine,
+    after_lines: usize,
+    after_time: Duration,
 }
 
 /// ACP's error code for a file that is not there (the agent may then create it).
@@ -266,15 +300,20 @@ fn read_lines(
 
 fn key(message: &Message) -> (Option<String>, Option<String>) {
     let params = message.params();
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
     match message.method.as_deref() {
         Some("session/request_permission") => {
-            let call = params.and_then(|p| p.get("toolCall"));
-            let field = |f: &str| {
-                call.and_then(|c| c.get(f))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            };
-            (field("kind"), field("title"))
+            let shapes = PermissionShapes::of(params);
+            match shapes.v1_tool_call {
+                Some(call) => (text(call.get("kind")), text(call.get("title"))),
+                // v2: what the subject is (a tool call's kind, else the subject's type), and the
+                // request's own title.
+                None => (
+                    text(shapes.subject_tool_call.and_then(|c| c.get("kind")))
+                        .or_else(|| shapes.subject_type().map(str::to_owned)),
+                    text(params.and_then(|p| p.get("title"))),
+                ),
+            }
         }
         Some(m) if m.starts_with("fs/") => (
             params
@@ -325,7 +364,22 @@ impl Driver {
                     !(p.is_absolute() && crate::replay::lexically_inside(p, live))
                 })
             });
+        let v2_unserved = (method.starts_with("fs/") || method.starts_with("terminal/"))
+            && self
+                .negotiation
+                .version()
+                .is_some_and(|v| !v.client_serves_fs_and_terminals());
         let reply = match (method.as_str(), &path) {
+            // A v2 client serves no files or terminals: nothing is read or written.
+            _ if v2_unserved => Reply::Coded(
+                METHOD_NOT_FOUND,
+                format!(
+                    "Method not found: acptap replay: under ACP {} the client serves no `{method}`",
+                    self.negotiation
+                        .version()
+                        .map_or_else(String::new, |v| v.to_string())
+                ),
+            ),
             // Outside the cwd: refused, from the recording too (its answer would hand the agent
             // the recorded contents of a file elsewhere).
             (_, Some(path)) if outside => Reply::Error(format!(
@@ -533,35 +587,56 @@ impl Driver {
         }
     }
 
-    /// Sends a recorded client request and handles the agent until its answer arrives. A cancel
-    /// recorded in this turn is sent after `cancel_after` agent lines or time, whichever first.
+    /// Sends a recorded client request and handles the agent until its answer arrives; for a v2
+    /// prompt, until its turn ends too (the session's `idle` `state_update`: the answer only says
+    /// the prompt was inserted), unless the answer is an error (then no turn runs). The cancels
+    /// recorded in this turn are sent at their points (see [`InTurnCancel`]).
     fn request(
         &mut self,
         line: &ScriptLine,
-        cancel: Option<(&ScriptLine, usize, Duration)>,
+        cancels: Vec<InTurnCancel>,
     ) -> anyhow::Result<Message> {
         let bytes = with_renamed_strings(&line.raw, &self.renames);
         self.send(&bytes)?;
+        let v2_turn = line.message.method.as_deref() == Some("session/prompt")
+            && self.negotiation.version().is_some_and(|v| v.is_v2());
+        let live_session = line
+            .message
+            .session_id()
+            .map(|s| self.renames.get(s).map_or(s, String::as_str).to_owned());
+        let mut answer = None;
+        let mut running = false;
+        let mut idle = false;
         let started = Instant::now();
         let mut agent_lines = 0;
-        let mut cancel = cancel;
+        let mut cancels = std::collections::VecDeque::from(cancels);
         loop {
-            if let Some((cancel_line, after_lines, after_time)) = cancel
-                && (agent_lines >= after_lines || started.elapsed() >= after_time)
+            while let Some(cancel) = cancels.front().copied()
+                && (agent_lines >= cancel.after_lines || started.elapsed() >= cancel.after_time)
             {
-                let bytes = with_renamed_strings(&cancel_line.raw, &self.renames);
+                let bytes = with_renamed_strings(&cancel.line.raw, &self.renames);
                 self.send(&bytes)?;
-                cancel = None;
+                self.sent_in_turn.insert(cancel.index);
+                cancels.pop_front();
             }
-            let wait = match cancel {
-                Some((_, _, after_time)) => after_time
+            let wait = match cancels.front() {
+                Some(cancel) => cancel
+                    .after_time
                     .saturating_sub(started.elapsed())
                     .max(Duration::from_millis(1)),
                 None => AGENT_PATIENCE.saturating_sub(started.elapsed()),
             };
             let Some(message) = self.next(wait)? else {
-                if cancel.is_some() {
+                if !cancels.is_empty() {
                     continue;
+                }
+                if let Some(answer) = answer {
+                    // Answered, but the turn never reported its end: go on, the comparison
+                    // will show what is missing.
+                    say(&format!(
+                        "the agent answered the prompt but reported no `idle` state within {AGENT_PATIENCE:?}: going on"
+                    ));
+                    return Ok(answer);
                 }
                 bail!(
                     "the agent did not answer {} within {AGENT_PATIENCE:?}",
@@ -570,8 +645,31 @@ impl Driver {
             };
             agent_lines += 1;
             match message.kind {
-                MessageKind::Response if message.id == line.message.id => return Ok(message),
+                // The answers to a cancel sent in the turn (`tool_call/cancel`) are not waited
+                // for: they come with other ids.
+                MessageKind::Response if message.id == line.message.id => {
+                    if !v2_turn || idle || message.error().is_some() {
+                        return Ok(message);
+                    }
+                    answer = Some(message);
+                }
                 MessageKind::Request => self.answer(&message)?,
+                MessageKind::Notification
+                    if v2_turn && message.session_id() == live_session.as_deref() =>
+                {
+                    match message.params().and_then(super::session_state) {
+                        // An `idle` before the answer and before any work is the state the
+                        // agent reported unasked (after `session/new`): not this turn's end.
+                        Some("idle") if answer.is_some() || running => {
+                            idle = true;
+                            if let Some(answer) = answer.take() {
+                                return Ok(answer);
+                            }
+                        }
+                        Some("idle") | None => {}
+                        Some(_) => running = true,
+                    }
+                }
                 _ => {}
             }
         }
@@ -654,6 +752,8 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         cwd: None,
         run_recorded_commands: options.run_recorded_commands,
         withheld_said: HashSet::new(),
+        negotiation: SessionState::new(),
+        sent_in_turn: HashSet::new(),
     };
 
     let outcome = drive(&mut driver, script, options.cwd.as_deref());
@@ -683,8 +783,9 @@ fn drive(
     script: &[ScriptLine],
     cwd: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
+    let recorded_v2 = negotiated_version(script).is_some_and(|v| v.is_v2());
     for (index, line) in script.iter().enumerate() {
-        if line.direction != Direction::ClientToAgent {
+        if line.direction != Direction::ClientToAgent || driver.sent_in_turn.contains(&index) {
             continue;
         }
         match line.message.kind {
@@ -731,8 +832,16 @@ fn drive(
                     }
                     _ => line,
                 };
-                let cancel = cancel_in_turn(script, index);
-                let answer = driver.request(line, cancel)?;
+                let cancels = cancels_in_turn(script, index, recorded_v2);
+                let answer = driver.request(line, cancels)?;
+                if line.message.method.as_deref() == Some("initialize") {
+                    driver
+                        .negotiation
+                        .observe(Direction::ClientToAgent, line.seq, &line.message);
+                    driver
+                        .negotiation
+                        .observe(Direction::AgentToClient, line.seq + 1, &answer);
+                }
                 // A new session: the recorded id stands for the live one from now on.
                 if let (Some(recorded), Some(live)) = (
                     recorded_answer_session(script, index),
@@ -938,32 +1047,52 @@ fn recorded_answer_session(script: &[ScriptLine], request_index: usize) -> Optio
         })
 }
 
-/// A `session/cancel` recorded before this request's answer: it, the number of agent lines
-/// before it, and the time since the request.
-fn cancel_in_turn(
-    script: &[ScriptLine],
-    request_index: usize,
-) -> Option<(&ScriptLine, usize, Duration)> {
+/// The cancels recorded before this request's answer (see [`IN_TURN_CANCELS`]), in order, each
+/// with the number of agent lines before it and the time since the request. In a v2 recording a
+/// prompt's turn runs on after its answer, to the session's `idle` `state_update`.
+fn cancels_in_turn(script: &[ScriptLine], request_index: usize, v2: bool) -> Vec<InTurnCancel<'_>> {
     let request = &script[request_index];
+    let v2_turn = v2 && request.message.method.as_deref() == Some("session/prompt");
     let mut agent_lines = 0;
-    for line in &script[request_index + 1..] {
+    let mut cancels = Vec::new();
+    // v2: the prompt answered, or its work seen running (see `session_state`).
+    let mut started = false;
+    for (index, line) in script.iter().enumerate().skip(request_index + 1) {
+        let answers = line.direction == Direction::AgentToClient
+            && line.message.kind == MessageKind::Response
+            && line.message.id == request.message.id;
+        let state = (line.direction == Direction::AgentToClient
+            && line.message.kind == MessageKind::Notification
+            && line.message.session_id() == request.message.session_id())
+        .then(|| line.message.params().and_then(super::session_state))
+        .flatten();
+        let ends = if v2_turn {
+            (answers && line.message.error().is_some()) || (started && state == Some("idle"))
+        } else {
+            answers
+        };
+        started |= answers || state.is_some_and(|s| s != "idle");
         match (line.direction, line.message.kind) {
-            (Direction::AgentToClient, MessageKind::Response)
-                if line.message.id == request.message.id =>
-            {
-                return None;
-            }
+            (Direction::AgentToClient, _) if ends => break,
             (Direction::AgentToClient, _) => agent_lines += 1,
-            (Direction::ClientToAgent, MessageKind::Notification)
-                if line.message.method.as_deref() == Some("session/cancel") =>
+            (Direction::ClientToAgent, MessageKind::Notification | MessageKind::Request)
+                if line
+                    .message
+                    .method
+                    .as_deref()
+                    .is_some_and(|m| IN_TURN_CANCELS.contains(&m)) =>
             {
-                let after = Duration::from_micros((line.ts - request.ts).max(0) as u64);
-                return Some((line, agent_lines, after));
+                cancels.push(InTurnCancel {
+                    index,
+                    line,
+                    after_lines: agent_lines,
+                    after_time: Duration::from_micros((line.ts - request.ts).max(0) as u64),
+                });
             }
             _ => {}
         }
     }
-    None
+    cancels
 }
 
 #[cfg(test)]
@@ -1074,6 +1203,65 @@ mod tests {
             serde_json::from_str::<Value>(&line).unwrap()["params"],
             json!({"cwd": "/p", "mcpServers": []})
         );
+    }
+
+    #[test]
+    fn a_v2_permission_request_is_keyed_by_its_subject_and_title() {
+        let v2 = script_line(
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","title":"Run cargo test","subject":{"type":"command","command":"cargo test","cwd":"/p"},"options":[]}}"#,
+        );
+        assert_eq!(
+            key(&v2.message),
+            (Some("command".into()), Some("Run cargo test".into()))
+        );
+        let call = script_line(
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","title":"Edit","subject":{"type":"tool_call","toolCall":{"toolCallId":"t","kind":"edit"}},"options":[]}}"#,
+        );
+        assert_eq!(
+            key(&call.message),
+            (Some("edit".into()), Some("Edit".into()))
+        );
+        let v1 = script_line(
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t","kind":"read","title":"Read a"},"options":[]}}"#,
+        );
+        assert_eq!(
+            key(&v1.message),
+            (Some("read".into()), Some("Read a".into()))
+        );
+    }
+
+    #[test]
+    fn a_v2_turns_cancels_are_sent_in_it_until_its_idle_not_a_stale_one() {
+        let agent = |text: &str| ScriptLine {
+            direction: Direction::AgentToClient,
+            ..script_line(text)
+        };
+        let idle = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle"}}}"#;
+        let script = vec![
+            script_line(
+                r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
+            ),
+            // The state the agent reported after session/new, crossing the prompt: not the end.
+            agent(idle),
+            agent(r#"{"jsonrpc":"2.0","id":2,"result":{"messageId":"u"}}"#),
+            script_line(
+                r#"{"jsonrpc":"2.0","id":3,"method":"tool_call/cancel","params":{"sessionId":"s","toolCallId":"t"}}"#,
+            ),
+            agent(idle),
+            script_line(
+                r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#,
+            ),
+        ];
+        let cancels = cancels_in_turn(&script, 0, true);
+        assert_eq!(
+            cancels
+                .iter()
+                .map(|c| (c.index, c.after_lines))
+                .collect::<Vec<_>>(),
+            [(3, 2)]
+        );
+        // v1: the answer ends the turn.
+        assert!(cancels_in_turn(&script, 0, false).is_empty());
     }
 
     #[test]

@@ -3,12 +3,32 @@
 //! requests. Both sessions are read by the engine of `acptap diff` (`record::compare`), so
 //! volatile fields (ids, timestamps, `_meta`) are ignored and each session's cwd is written
 //! `<cwd>`; tool calls are then matched by kind and title, as a replay reorders little.
+//!
+//! What is compared follows each connection's negotiated protocol version:
+//!
+//! - a turn's agent text is the final text of each agent message the turn created or changed,
+//!   as `protocol::conversation` assembles them (v1 chunks joined; v2 messages by `messageId`,
+//!   an upsert replacing what came before), in the order they were created; updates outside a
+//!   turn (the history a v2 `session/resume` replays) count for no turn;
+//! - tool calls are read in their final state, after v1 updates or v2 upserts and content
+//!   chunks (`protocol::toolcall`, as recorded);
+//! - a permission request is the tool call it asks about (kind and title) under v1; under v2,
+//!   its `title` and its `subject`: a command with its cwd, a tool call by kind and title, or
+//!   the subject's type;
+//! - two connections that negotiated different versions are a divergence of their own.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::record::Reader;
 use serde_json::Value;
 
+use super::script::{ScriptLine, negotiated_version};
+use crate::protocol::conversation::{Conversation, Role};
+use crate::protocol::message::decode;
+use crate::protocol::state::PermissionShapes;
+use crate::protocol::version::Version;
+use crate::protocol::{Direction, parse_line};
 use crate::record::compare;
 use crate::record::queries::{self, SessionRef};
 use crate::terminal::{NAME_BYTES, VALUE_BYTES, terminal_line};
@@ -76,52 +96,288 @@ struct Call {
     raw_input: Value,
 }
 
+/// A permission request as it is compared: what it asks about, and the answer (the kind of the
+/// option chosen, else the outcome).
+#[derive(Debug, Clone, PartialEq)]
+struct Permission {
+    /// v1: `KIND `TITLE`` of the tool call; v2: `` `TITLE` about SUBJECT ``.
+    about: String,
+    answer: String,
+}
+
 #[derive(Debug, Default)]
 struct Turn {
     stop_reason: Option<String>,
     agent_text: String,
     calls: Vec<Call>,
-    /// (tool kind, tool title, option kind chosen) per permission request.
-    permissions: Vec<(String, String, String)>,
+    permissions: Vec<Permission>,
+}
+
+/// `text` with the session's cwd written `<cwd>`, as the comparison engine writes it.
+fn cwd_written(text: &str, cwd: Option<&str>) -> String {
+    match compare::stable(&Value::String(text.to_owned()), cwd) {
+        Value::String(written) => written,
+        _ => text.to_owned(),
+    }
+}
+
+/// The protocol version a recorded connection negotiated, read as the replay reads its script
+/// (the session state of its first lines: `initialize` and its answer come first).
+fn connection_version(reader: &Reader, connection_id: i64) -> rusqlite::Result<Option<Version>> {
+    /// Enough lines to reach the answer to `initialize` of any real connection.
+    const OPENING_LINES: usize = 64;
+    let opening: Vec<ScriptLine> =
+        queries::connection_messages(reader, connection_id, 0..i64::MAX, OPENING_LINES)?
+            .into_iter()
+            .filter_map(|row| {
+                let direction = match row.direction.as_str() {
+                    "c2a" => Direction::ClientToAgent,
+                    "a2c" => Direction::AgentToClient,
+                    _ => return None,
+                };
+                Some(ScriptLine {
+                    seq: row.seq,
+                    ts: row.ts,
+                    direction,
+                    message: parse_line(&row.raw),
+                    raw: row.raw,
+                })
+            })
+            .collect();
+    Ok(negotiated_version(&opening))
+}
+
+/// The turn (index into `turns`) a line numbered `seq` falls in: the last prompt before it, as
+/// the comparison engine attributes tool calls and permission requests.
+fn turn_of(turns: &[queries::Turn], seq: i64) -> Option<usize> {
+    turns
+        .partition_point(|t| t.request_seq <= seq)
+        .checked_sub(1)
+}
+
+/// What the replay reads of a turn's own lines.
+#[derive(Debug, Default)]
+struct TurnLines {
+    /// The final text of every agent message the turn created or changed, in the order they
+    /// were created, the cwd written `<cwd>`.
+    agent_text: String,
+    /// v2: the stop reason of the `idle` that ended the turn.
+    idle_stop_reason: Option<String>,
+}
+
+/// Each turn's [`TurnLines`]. A turn runs from its prompt to its answer (v1) or to the
+/// session's `idle` `state_update` once its work was seen running (v2; an `idle` before that is
+/// the state the agent reported unasked, see `replay::session_state`): what comes between turns
+/// (a resumed session's history) is no turn's.
+fn turn_lines(
+    reader: &Reader,
+    session: &SessionRef,
+    turns: &[queries::Turn],
+    version: Option<Version>,
+    cwd: Option<&str>,
+) -> rusqlite::Result<Vec<TurnLines>> {
+    let v2 = version.is_some_and(Version::is_v2);
+    let mut conversation = Conversation::new();
+    let mut touched: Vec<Vec<usize>> = vec![Vec::new(); turns.len()];
+    let mut stop_reasons: Vec<Option<String>> = vec![None; turns.len()];
+    let mut next_turn = 0;
+    let mut open: Option<usize> = None;
+    // v2: the open turn's work was seen running (an `idle` before that is a stale state).
+    let mut started = false;
+    queries::for_each_session_line(reader, session, 0..i64::MAX, |line| {
+        while turns
+            .get(next_turn)
+            .is_some_and(|t| t.request_seq <= line.seq)
+        {
+            open = Some(next_turn);
+            next_turn += 1;
+            started = false;
+        }
+        if !v2
+            && let Some(turn) = open
+            && turns[turn].response_seq.is_some_and(|end| line.seq > end)
+        {
+            open = None;
+        }
+        if line.direction != "a2c" || line.method.as_deref() != Some("session/update") {
+            return;
+        }
+        let Some(turn) = open else {
+            return;
+        };
+        let Some(params) = decode(&line.raw).and_then(|v| v.get("params").cloned()) else {
+            return;
+        };
+        if let Some(message) = conversation.apply(line.seq, &params)
+            && !touched[turn].contains(&message)
+        {
+            touched[turn].push(message);
+        }
+        if v2 {
+            match super::session_state(&params) {
+                Some("idle") if started => {
+                    open = None;
+                    stop_reasons[turn] = params
+                        .pointer("/update/stopReason")
+                        .map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_owned));
+                }
+                Some("idle") | None => {}
+                Some(_) => started = true,
+            }
+        }
+    })?;
+    let messages = conversation.messages();
+    Ok(touched
+        .into_iter()
+        .zip(stop_reasons)
+        .map(|(mut indices, idle_stop_reason)| {
+            indices.sort_unstable();
+            let text: String = indices
+                .into_iter()
+                .map(|i| &messages[i])
+                .filter(|m| m.role == Role::Agent)
+                .map(|m| m.text())
+                .collect();
+            TurnLines {
+                agent_text: cwd_written(&text, cwd),
+                idle_stop_reason,
+            }
+        })
+        .collect())
+}
+
+/// Each turn's permission requests as v2 asks them: the request's `title` and its `subject`.
+fn v2_permissions(
+    reader: &Reader,
+    session: &SessionRef,
+    turns: &[queries::Turn],
+    cwd: Option<&str>,
+) -> rusqlite::Result<Vec<Vec<Permission>>> {
+    let calls: HashMap<String, (String, String)> = queries::session_tool_calls(reader, session)?
+        .into_iter()
+        .map(|c| {
+            let title = cwd_written(c.title.as_deref().unwrap_or_default(), cwd);
+            (c.tool_call_id, (c.kind.unwrap_or_default(), title))
+        })
+        .collect();
+    let call = |id: Option<&str>| {
+        let (kind, title) = id.and_then(|id| calls.get(id)).cloned().unwrap_or_default();
+        format!("tool call {kind} `{title}`")
+    };
+    let mut out = vec![Vec::new(); turns.len()];
+    for row in queries::permission_requests(reader, session)? {
+        let Some(turn) = turn_of(turns, row.request_seq) else {
+            continue;
+        };
+        let request = queries::connection_messages(
+            reader,
+            session.connection_id,
+            row.request_seq..row.request_seq + 1,
+            1,
+        )?
+        .into_iter()
+        .next()
+        .and_then(|m| decode(&m.raw));
+        let params = request.as_ref().and_then(|r| r.get("params"));
+        let text = |value: Option<&Value>| {
+            cwd_written(value.and_then(Value::as_str).unwrap_or_default(), cwd)
+        };
+        let shapes = PermissionShapes::of(params);
+        let subject = shapes.subject;
+        let field = |name: &str| subject.and_then(|s| s.get(name));
+        let about_subject = match shapes.subject_type() {
+            Some("tool_call") => call(shapes.tool_call_id()),
+            Some("command") => {
+                let mut described = format!(
+                    "command `{}` in {}",
+                    text(field("command")),
+                    text(field("cwd"))
+                );
+                if let Some(id) = shapes.tool_call_id() {
+                    described.push_str(&format!(" for {}", call(Some(id))));
+                }
+                described
+            }
+            Some(other) => format!("a `{other}` subject"),
+            None if shapes.v1_tool_call.is_some() => call(shapes.tool_call_id()),
+            None => "no subject".to_owned(),
+        };
+        out[turn].push(Permission {
+            about: format!(
+                "`{}` about {about_subject}",
+                text(params.and_then(|p| p.get("title")))
+            ),
+            answer: row
+                .option_kind
+                .or(row.outcome)
+                .unwrap_or_else(|| "no answer".into()),
+        });
+    }
+    Ok(out)
 }
 
 /// A session's turns as the comparison engine reads them (`record::compare::shape`: the same
 /// reading as `acptap diff`, each session's cwd written `<cwd>`, volatile fields of `rawInput`
-/// dropped), for the replay's own matching of tool calls by kind and title.
-fn turns(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
+/// dropped), for the replay's own matching of tool calls by kind and title; the agent text and,
+/// under v2, the permission requests as the module's comment says.
+fn turns(
+    reader: &Reader,
+    session: &SessionRef,
+    version: Option<Version>,
+) -> rusqlite::Result<Vec<Turn>> {
     let shape = compare::shape(reader, session)?;
+    let prompts = queries::turns(reader, session)?;
+    let cwd = queries::session_summary_of(reader, session)?.cwd;
+    let mut lines = turn_lines(reader, session, &prompts, version, cwd.as_deref())?.into_iter();
+    let mut v2 = match version {
+        Some(Version::V2) => {
+            Some(v2_permissions(reader, session, &prompts, cwd.as_deref())?.into_iter())
+        }
+        _ => None,
+    };
     Ok(shape
         .turns
         .into_iter()
-        .map(|t| Turn {
-            agent_text: t.agent_text,
-            stop_reason: t
-                .stop_reason
-                .or_else(|| t.error.map(|e| format!("error: {e}"))),
-            calls: t
-                .tool_calls
-                .into_iter()
-                .map(|c| Call {
-                    kind: c.kind.unwrap_or_default(),
-                    title: c.title.unwrap_or_default(),
-                    status: c.status.unwrap_or_default(),
-                    paths: c.paths,
-                    raw_input: c.raw_input,
-                })
-                .collect(),
-            permissions: t
-                .permissions
-                .into_iter()
-                .map(|p| {
-                    (
-                        p.tool_kind.unwrap_or_default(),
-                        p.tool_call.unwrap_or_default(),
-                        p.option_kind
-                            .or(p.outcome)
-                            .unwrap_or_else(|| "no answer".into()),
-                    )
-                })
-                .collect(),
+        .map(|t| {
+            let own = lines.next().unwrap_or_default();
+            Turn {
+                agent_text: own.agent_text,
+                // v2: the idle that ended the turn by the rule above (the recorder may have taken
+                // an earlier one), else as recorded (a prompt refused with an error).
+                stop_reason: own
+                    .idle_stop_reason
+                    .or(t.stop_reason)
+                    .or_else(|| t.error.map(|e| format!("error: {e}"))),
+                calls: t
+                    .tool_calls
+                    .into_iter()
+                    .map(|c| Call {
+                        kind: c.kind.unwrap_or_default(),
+                        title: c.title.unwrap_or_default(),
+                        status: c.status.unwrap_or_default(),
+                        paths: c.paths,
+                        raw_input: c.raw_input,
+                    })
+                    .collect(),
+                permissions: match v2.as_mut() {
+                    Some(v2) => v2.next().unwrap_or_default(),
+                    None => t
+                        .permissions
+                        .into_iter()
+                        .map(|p| Permission {
+                            about: format!(
+                                "{} `{}`",
+                                p.tool_kind.unwrap_or_default(),
+                                p.tool_call.unwrap_or_default()
+                            ),
+                            answer: p
+                                .option_kind
+                                .or(p.outcome)
+                                .unwrap_or_else(|| "no answer".into()),
+                        })
+                        .collect(),
+                },
+            }
         })
         .collect())
 }
@@ -164,8 +420,18 @@ pub fn compare(
         return Ok(report);
     };
     report.live = Some(live.clone());
-    let recorded = turns(reader, original)?;
-    let observed = turns(reader, &live)?;
+    let recorded_version = connection_version(reader, original.connection_id)?;
+    let live_version = connection_version(reader, live_connection)?;
+    if recorded_version != live_version {
+        let name = |v: Option<Version>| v.map_or_else(|| "none".to_owned(), |v| v.to_string());
+        report.differences.push(format!(
+            "protocol version {} -> {}",
+            name(recorded_version),
+            name(live_version)
+        ));
+    }
+    let recorded = turns(reader, original, recorded_version)?;
+    let observed = turns(reader, &live, live_version)?;
     for (i, pair) in recorded
         .iter()
         .zip(observed.iter().map(Some).chain(std::iter::repeat(None)))
@@ -203,15 +469,14 @@ pub fn compare(
         }
         compare_calls(n, &was.calls, &now.calls, &mut report.differences);
         if was.permissions != now.permissions {
-            let list = |permissions: &[(String, String, String)]| {
+            let list = |permissions: &[Permission]| {
                 let items: Vec<String> = permissions
                     .iter()
-                    .map(|(kind, title, answer)| {
+                    .map(|p| {
                         format!(
-                            "{} `{}` -> {}",
-                            terminal_line(kind, NAME_BYTES),
-                            terminal_line(title, NAME_BYTES),
-                            terminal_line(answer, NAME_BYTES)
+                            "{} -> {}",
+                            terminal_line(&p.about, VALUE_BYTES),
+                            terminal_line(&p.answer, NAME_BYTES)
                         )
                     })
                     .collect();

@@ -25,6 +25,14 @@
 //!     a path (a word starting with `/`, `~`, `\`, `..`, a drive letter) must lie under a
 //!     recorded cwd, and is moved to the live one;
 //! - a response (no `method`) is sent as recorded: a client acts on requests only.
+//!
+//! And a request the live client does not serve is held ([`Served`]): under ACP v2 the client
+//! serves no `fs/*` or `terminal/*` request (the agent owns files and terminals; held before
+//! anything else), and whatever the version, a client whose `initialize` did not advertise
+//! `fs.readTextFile`, `fs.writeTextFile` or `terminal` is not asked for them (it would answer
+//! -32601, which is no divergence of the client; held after the rules above, so that a line
+//! held for what it asks is named for that). Such a hold is no safety matter: it is said once
+//! per reason, not line by line.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -33,6 +41,7 @@ use serde_json::{Map, Value};
 
 use super::{lexical, resolved_on_disk};
 use crate::protocol::message::decode;
+use crate::protocol::version::Version;
 
 /// The methods with which the live client runs something on the machine.
 fn runs_something(method: &str) -> bool {
@@ -55,6 +64,70 @@ pub struct Held {
     pub id: Option<String>,
     pub method: Option<String>,
     pub reason: String,
+    /// Held because the live client does not serve the method (see [`Served`]), not because of
+    /// what it asks: said once per reason, not line by line.
+    pub not_served: bool,
+}
+
+impl Held {
+    fn for_what_it_asks(id: Option<String>, method: Option<String>, reason: String) -> Held {
+        Held {
+            id,
+            method,
+            reason,
+            not_served: false,
+        }
+    }
+}
+
+/// What the live client serves of the agent's requests to it: the recording's negotiated
+/// protocol version decides whether the client serves files and terminals at all, and the live
+/// client's `initialize` which of them it advertised.
+#[derive(Debug, Clone, Default)]
+pub struct Served {
+    /// The recording's version (`SessionState::version`); `None` (no `initialize` recorded) is
+    /// taken as v1.
+    pub version: Option<Version>,
+    /// The live client's `clientCapabilities`, once its `initialize` arrived (`{}` when it named
+    /// none). `None`: no `initialize` seen, and nothing is held for want of a capability.
+    pub client_capabilities: Option<Value>,
+}
+
+/// The client capability an `fs/*` or `terminal/*` request needs (`None`: another method).
+fn capability_for(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "fs/read_text_file" => "fs.readTextFile",
+        "fs/write_text_file" => "fs.writeTextFile",
+        m if m.starts_with("terminal/") => "terminal",
+        _ => return None,
+    })
+}
+
+impl Served {
+    /// Why no client of the recording's protocol version serves `method` (v2: files and
+    /// terminals are the agent's); `None` when one may.
+    pub fn version_refusal(&self, method: &str) -> Option<String> {
+        capability_for(method)?;
+        let version = self.version?;
+        (!version.client_serves_fs_and_terminals()).then(|| format!(
+            "the recording speaks ACP {version}, in which the client serves no `fs/*` or `terminal/*` request (the agent owns files and terminals)"
+        ))
+    }
+
+    /// Why the live client does not serve `method`: it did not advertise the capability in its
+    /// `initialize`. `None` when it did, when it sent no `initialize`, or for another method.
+    pub fn capability_refusal(&self, method: &str) -> Option<String> {
+        let capability = capability_for(method)?;
+        let capabilities = self.client_capabilities.as_ref()?;
+        let advertised = capability
+            .split('.')
+            .try_fold(capabilities, |at, key| at.get(key))
+            .and_then(Value::as_bool)
+            == Some(true);
+        (!advertised).then(|| {
+            format!("the live client did not advertise `{capability}` in its `initialize`")
+        })
+    }
 }
 
 /// The gate's answer for one recorded line.
@@ -114,6 +187,8 @@ pub struct Gate {
     /// Recorded terminal ids whose `terminal/create` was sent: the only terminals a replay
     /// asks about.
     pub created_terminals: HashSet<String>,
+    /// Which `fs/*` and `terminal/*` requests the live client serves.
+    pub served: Served,
 }
 
 impl Gate {
@@ -131,11 +206,11 @@ impl Gate {
         let text = raw.trim_ascii();
         let Some(value) = decode(text) else {
             if !text.is_empty() {
-                judged.held.push(Held {
-                    id: None,
-                    method: None,
-                    reason: "acptap cannot read it as JSON, so it cannot judge what a client would do with it".into(),
-                });
+                judged.held.push(Held::for_what_it_asks(
+                    None,
+                    None,
+                    "acptap cannot read it as JSON, so it cannot judge what a client would do with it".into(),
+                ));
             }
             return judged;
         };
@@ -176,11 +251,11 @@ impl Gate {
                     Err(held) => judged.held.push(held),
                 }
             }
-            _ => judged.held.push(Held {
-                id: None,
-                method: None,
-                reason: "it is JSON but not a JSON-RPC message".into(),
-            }),
+            _ => judged.held.push(Held::for_what_it_asks(
+                None,
+                None,
+                "it is JSON but not a JSON-RPC message".into(),
+            )),
         }
         judged
     }
@@ -207,11 +282,11 @@ impl Gate {
             if message.is_array() {
                 // A batch inside a batch is no JSON-RPC message; a lenient client might still
                 // read one out of it.
-                return Err(Held {
-                    id: None,
-                    method: None,
-                    reason: "a batch inside a batch".into(),
-                });
+                return Err(Held::for_what_it_asks(
+                    None,
+                    None,
+                    "a batch inside a batch".into(),
+                ));
             }
             // Not a message: a client ignores it (or answers an error).
             return Ok(false);
@@ -229,12 +304,24 @@ impl Gate {
             .get("id")
             .filter(|id| !id.is_null())
             .map(Value::to_string);
-        let hold = |reason: String| Held {
+        let not_served = |reason: String| Held {
             id: id.clone(),
             method: Some(method.clone()),
             reason,
+            not_served: true,
         };
+        // A method no client of this version serves is not judged further: there is no client
+        // to ask. One the live client did not advertise is judged first, so that a line held for
+        // what it asks is named for that, line by line.
+        if let Some(reason) = self.served.version_refusal(&method) {
+            return Err(not_served(reason));
+        }
+        let hold =
+            |reason: String| Held::for_what_it_asks(id.clone(), Some(method.clone()), reason);
         let moved = self.judge_method(&method, object).map_err(hold)?;
+        if let Some(reason) = self.served.capability_refusal(&method) {
+            return Err(not_served(reason));
+        }
         if let Some(id) = &id {
             let params = object.get("params").cloned().unwrap_or(Value::Null);
             judged.requests.push((id.clone(), method.clone(), params));
@@ -286,27 +373,38 @@ impl Gate {
                 }
                 Ok(moved)
             }
-            "session/update" | "session/request_permission" => {
-                let key = if method == "session/update" {
-                    "update"
-                } else {
-                    "toolCall"
+            "session/update" => {
+                let Some(Value::Object(update)) =
+                    object.get_mut("params").and_then(|p| p.get_mut("update"))
+                else {
+                    return Ok(false);
+                };
+                let mut moved = self.tool_call_paths(update)?;
+                // v2: a terminal the agent runs is reported with where it runs.
+                if update.get("sessionUpdate").and_then(Value::as_str) == Some("terminal_update")
+                    && let Some(cwd) = update.get_mut("cwd").filter(|c| !c.is_null())
+                {
+                    moved |= self.named_path(cwd, true)?;
+                }
+                Ok(moved)
+            }
+            "session/request_permission" => {
+                let Some(Value::Object(params)) = object.get_mut("params") else {
+                    return Ok(false);
                 };
                 let mut moved = false;
-                if let Some(Value::Object(call)) =
-                    object.get_mut("params").and_then(|p| p.get_mut(key))
-                {
-                    for (field, items) in call.iter_mut() {
-                        if field != "locations" && field != "content" {
-                            continue;
-                        }
-                        for item in items.as_array_mut().into_iter().flatten() {
-                            let is_path = field == "locations"
-                                || item.get("type").and_then(Value::as_str) == Some("diff");
-                            if is_path && let Some(path) = item.get_mut("path") {
-                                moved |= self.named_path(path, false)?;
-                            }
-                        }
+                // v1 names the tool call; v2 a subject: a tool call, or a command and its cwd.
+                if let Some(Value::Object(call)) = params.get_mut("toolCall") {
+                    moved |= self.tool_call_paths(call)?;
+                }
+                if let Some(Value::Object(subject)) = params.get_mut("subject") {
+                    if let Some(Value::Object(call)) = subject.get_mut("toolCall") {
+                        moved |= self.tool_call_paths(call)?;
+                    }
+                    if subject.get("type").and_then(Value::as_str) == Some("command")
+                        && let Some(cwd) = subject.get_mut("cwd").filter(|c| !c.is_null())
+                    {
+                        moved |= self.named_path(cwd, true)?;
                     }
                 }
                 Ok(moved)
@@ -330,6 +428,31 @@ impl Gate {
                 Ok(moved)
             }
         }
+    }
+
+    /// The paths ACP defines in a tool call (its `locations`, a diff's `path` in its `content`),
+    /// moved to the live cwd; none may lie outside. `content` is a list, or one item in a v2
+    /// `tool_call_content_chunk`.
+    fn tool_call_paths(&self, call: &mut Map<String, Value>) -> Result<bool, String> {
+        let mut moved = false;
+        for (field, items) in call.iter_mut() {
+            if field != "locations" && field != "content" {
+                continue;
+            }
+            let items = match items {
+                Value::Array(items) => items.as_mut_slice(),
+                item @ Value::Object(_) if field == "content" => std::slice::from_mut(item),
+                _ => continue,
+            };
+            for item in items {
+                let is_path = field == "locations"
+                    || item.get("type").and_then(Value::as_str) == Some("diff");
+                if is_path && let Some(path) = item.get_mut("path") {
+                    moved |= self.named_path(path, false)?;
+                }
+            }
+        }
+        Ok(moved)
     }
 
     /// A terminal request or MCP call the user allowed: a terminal runs in the live cwd only, and
@@ -1002,6 +1125,67 @@ mod tests {
             sent(&g.judge(line("s2").as_bytes()))["params"]["path"],
             "/other-live/etc/x"
         );
+    }
+
+    #[test]
+    fn fs_and_terminal_requests_go_only_to_a_client_that_serves_them() {
+        let read =
+            br#"{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"path":"/rec/a"}}"#;
+        let write = br#"{"jsonrpc":"2.0","id":2,"method":"fs/write_text_file","params":{"path":"/rec/a","content":"x"}}"#;
+        let terminal =
+            br#"{"jsonrpc":"2.0","id":3,"method":"terminal/create","params":{"command":"make"}}"#;
+        let allowed = Allowances {
+            run_commands: true,
+            writes: true,
+        };
+        // No `initialize` seen, v1: sent as before.
+        let mut g = gate(allowed);
+        assert!(g.judge(read).bytes.is_some());
+        // v2: the client serves none of them, whatever it advertised.
+        g.served.version = Some(Version::V2);
+        g.served.client_capabilities = Some(serde_json::json!({"fs": {"readTextFile": true}}));
+        for line in [&read[..], write, terminal] {
+            let judged = g.judge(line);
+            assert!(judged.bytes.is_none());
+            assert!(judged.held[0].not_served, "{:?}", judged.held);
+            assert!(judged.held[0].reason.contains("v2"), "{:?}", judged.held);
+        }
+        // v1: what the live client advertised in its `initialize`, and nothing else.
+        g.served.version = Some(Version::V1);
+        assert!(g.judge(read).bytes.is_some());
+        for (line, capability) in [(&write[..], "fs.writeTextFile"), (terminal, "terminal")] {
+            let judged = g.judge(line);
+            assert!(judged.bytes.is_none());
+            assert!(judged.held[0].not_served);
+            assert!(
+                judged.held[0].reason.contains(capability),
+                "{:?}",
+                judged.held
+            );
+        }
+        // Not a request a client serves: never held for that.
+        let update = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}"#;
+        g.served.version = Some(Version::V2);
+        assert!(g.judge(update).bytes.is_some());
+    }
+
+    #[test]
+    fn v2_paths_in_permission_subjects_terminals_and_content_chunks_are_moved() {
+        let g = gate(Allowances::default());
+        let command = br#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","title":"Run","subject":{"type":"command","command":"make","cwd":"/rec/sub"},"options":[]}}"#;
+        assert_eq!(
+            sent(&g.judge(command))["params"]["subject"]["cwd"],
+            "/nonexistent-live/sub"
+        );
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","title":"Edit","subject":{"type":"tool_call","toolCall":{"toolCallId":"t","locations":[{"path":"/etc/passwd"}]}},"options":[]}}"#;
+        assert!(g.judge(call).bytes.is_none());
+        let terminal = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"terminal_update","terminalId":"t","cwd":"/rec"}}}"#;
+        assert_eq!(
+            sent(&g.judge(terminal))["params"]["update"]["cwd"],
+            "/nonexistent-live"
+        );
+        let chunk = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_content_chunk","toolCallId":"t","content":{"type":"diff","path":"/etc/cron.d/x","newText":""}}}}"#;
+        assert!(g.judge(chunk).bytes.is_none());
     }
 
     #[test]

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use serde_json::value::RawValue;
 
-use crate::protocol::{Direction, Message, parse_line};
+use crate::protocol::version::Version;
+use crate::protocol::{Direction, Message, SessionState, parse_line};
 use crate::record::{Reader, queries};
 
 /// One recorded protocol line.
@@ -38,6 +39,22 @@ pub fn load(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<ScriptL
             })
         })
         .collect())
+}
+
+/// The protocol version the recorded connection speaks, as the recorder's session state reads
+/// it: the agent's answer to `initialize`, else the client's proposal; `None` when no
+/// `initialize` was recorded. Replay rules that differ by version ask this, never a message.
+pub fn negotiated_version(script: &[ScriptLine]) -> Option<Version> {
+    let mut state = SessionState::new();
+    for line in script {
+        let observed = state.observe(line.direction, line.seq, &line.message);
+        if line.direction == Direction::AgentToClient
+            && observed.method.as_deref() == Some("initialize")
+        {
+            break;
+        }
+    }
+    state.version()
 }
 
 /// The line with its top-level `"id"` value replaced by `id` (JSON text), every other byte kept.
@@ -94,6 +111,38 @@ mod tests {
         assert_eq!(with_id(&crlf, "3").unwrap(), b"{\"id\": 3 ,\"x\":1}\r\n");
         assert_eq!(with_id(br#"{"method":"x"}"#, "1"), None);
         assert_eq!(with_id(b"not json", "1"), None);
+    }
+
+    fn script(lines: &[(Direction, &str)]) -> Vec<ScriptLine> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(seq, (direction, text))| ScriptLine {
+                seq: seq as i64,
+                ts: 0,
+                direction: *direction,
+                raw: text.as_bytes().to_vec(),
+                message: parse_line(text.as_bytes()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_version_is_the_agents_answer_else_the_clients_proposal() {
+        let proposal = (
+            Direction::ClientToAgent,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}"#,
+        );
+        let answer = (
+            Direction::AgentToClient,
+            r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#,
+        );
+        assert_eq!(
+            negotiated_version(&script(&[proposal, answer])),
+            Some(Version::V1)
+        );
+        assert_eq!(negotiated_version(&script(&[proposal])), Some(Version::V2));
+        assert_eq!(negotiated_version(&script(&[answer])), None);
     }
 
     #[test]

@@ -562,9 +562,8 @@ fn a_replay_into_another_cwd_names_the_live_cwd() {
     assert!(paths >= 2, "{summary}");
 }
 
-/// A client that answers differently from the recorded one: rejecting what was allowed (the
-/// SDK client with `--reject`), refusing `fs/*` (it answers method-not-found where the recorded
-/// client read the file): each difference is said, the summary counts them, exit 1.
+/// A client that answers differently from the recorded one (the SDK client with `--reject`
+/// rejects what was allowed): each difference is said, the summary counts them, exit 1.
 #[test]
 fn live_answers_that_differ_from_the_recording_are_divergences() {
     let sb = Sandbox::new();
@@ -576,16 +575,36 @@ fn live_answers_that_differ_from_the_recording_are_divergences() {
         "{stderr}"
     );
     assert!(stderr.contains("2 divergences"), "{stderr}");
+}
 
+/// The recorded agent read and wrote files through the client (gemini), and the live client's
+/// `initialize` advertises no `fs` capability (the SDK example client): the replay does not ask
+/// it (it would answer -32601, and the replay used to end with exit 1 on that), says why once
+/// per capability, and counts what it held in the summary; no divergence.
+#[test]
+fn fs_requests_go_only_to_a_client_that_advertised_them() {
     let sb = Sandbox::new();
     sb.acptap(&["import", fixture(SAMPLES[4]).to_str().unwrap()]);
     let (status, stderr, _) = sdk_client_against_replay(&sb, &sb.path("live"), &[]);
-    assert_eq!(status, Some(1), "{stderr}");
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(!stderr.contains("-32601"), "{stderr}");
+    for capability in ["fs.readTextFile", "fs.writeTextFile"] {
+        let why = format!("the live client did not advertise `{capability}` in its `initialize`");
+        assert_eq!(
+            stderr
+                .matches(&format!("nor any other for this reason: {why}"))
+                .count(),
+            1,
+            "{stderr}"
+        );
+    }
     assert!(
-        stderr.contains("`fs/read_text_file'") || stderr.contains("`fs/read_text_file`"),
+        stderr.contains(
+            "2 recorded request(s) not sent: the live client did not advertise `fs.readTextFile`"
+        ),
         "{stderr}"
     );
-    assert!(stderr.contains("the live client error -32601"), "{stderr}");
+    assert!(stderr.contains("no divergence"), "{stderr}");
 }
 
 /// A live `session/cancel` mid-turn: the rest of the recorded turn is not sent, the prompt is

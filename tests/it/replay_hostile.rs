@@ -240,7 +240,9 @@ fn held_lines_are_named_on_stderr_and_the_opted_in_command_is_shown_first() {
     let live = project.display().to_string();
     crate::util::import_lines(&sb, &hostile_lines(&outside));
     let client = [
-        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        // A client that serves files and terminals (replay never asks one that does not).
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}}}),
         json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": live, "mcpServers": []}}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": []}}),
     ];

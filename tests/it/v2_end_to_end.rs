@@ -125,6 +125,7 @@ fn a_v2_session_is_recorded_shown_exported_checked_and_replayed_both_ways() {
         &session,
         "--format",
         "otlp-json",
+        "--tool-content",
         "-o",
         spans.to_str().unwrap(),
     ]);

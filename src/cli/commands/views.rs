@@ -38,6 +38,8 @@ pub(in crate::cli) fn show(args: ShowArgs, _config: &Config) -> anyhow::Result<i
     // Written a turn at a time, as the turns are read: a session of any length takes the memory
     // of one turn.
     let head = show::head(&reader, &session)?;
+    // What came before the first turn: a resume and the history it replayed, a title set.
+    let opening = show::opening(&reader, &session)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut written: std::io::Result<()> = Ok(());
     let mut write = |text: &str| {
@@ -49,8 +51,9 @@ pub(in crate::cli) fn show(args: ShowArgs, _config: &Config) -> anyhow::Result<i
         // The layout of `serde_json::to_string_pretty` of the whole timeline, one turn at a time.
         let indented = |value: String, by: &str| value.replace('\n', &format!("\n{by}"));
         write(&format!(
-            "{{\n  \"session\": {},\n  \"total_turns\": {},\n  \"turns\": [",
+            "{{\n  \"session\": {},\n  \"opening\": {},\n  \"total_turns\": {},\n  \"turns\": [",
             indented(json_text(&head.session)?, "  "),
+            indented(json_text(&opening)?, "  "),
             head.total_turns
         ));
         let mut first = true;
@@ -63,6 +66,7 @@ pub(in crate::cli) fn show(args: ShowArgs, _config: &Config) -> anyhow::Result<i
         write(if first { "]\n}\n" } else { "\n  ]\n}\n" });
     } else {
         write(&show::render_head(&head.session, head.total_turns));
+        write(&show::render_opening(&opening));
         show::for_each_turn(&reader, &session, 0..usize::MAX, |turn| {
             write(&show::render_turn(&turn));
         })?;
