@@ -65,7 +65,7 @@ mod layering {
         ("demo", &["inspect", "proxy", "record"]),
         ("bench", &["record", "protocol"]),
         ("bench_read", &["record", "protocol"]),
-        ("export", &["record", "protocol"]),
+        ("export", &["record", "protocol", "terminal"]),
         ("check", &["protocol", "terminal"]),
         ("ui", &["record", "inspect", "export"]),
         ("mcp", &["record", "inspect", "export", "check", "policy"]),

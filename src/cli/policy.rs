@@ -228,7 +228,7 @@ fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replaye
         Context {
             cwd: recorded.cwd.as_deref().map(std::path::Path::new),
             agent: recorded.agent_name.as_deref(),
-            ..Default::default()
+            version: recorded.protocol_version,
         },
     )?;
     let state = input.tool_call.as_ref();

@@ -170,7 +170,7 @@ pub fn span_id(trace: &[u8; 16], what: &str) -> [u8; 8] {
 
 /// A message's text in a span: cut to [`MAX_CONTENT_BYTES`], saying so.
 fn message_text(text: &str) -> String {
-    let (kept, cut) = crate::inspect::cut_text(text, MAX_CONTENT_BYTES);
+    let (kept, cut) = crate::terminal::cut_text(text, MAX_CONTENT_BYTES);
     if cut {
         format!("{kept}…[cut: {} bytes in all]", text.len())
     } else {

@@ -659,7 +659,7 @@ pub fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value>
                     Context {
                         cwd: recorded.cwd.as_deref().map(std::path::Path::new),
                         agent: recorded.agent_name.as_deref(),
-                        ..Default::default()
+                        version: recorded.protocol_version,
                     },
                 )
                 .ok_or_else(|| bad("the recorded request is not a JSON-RPC message with params"))?;

@@ -983,6 +983,8 @@ pub struct RecordedPermission {
     pub request: Vec<u8>,
     pub cwd: Option<String>,
     pub agent_name: Option<String>,
+    /// The connection's negotiated protocol version, which decides the request's shape.
+    pub protocol_version: Option<crate::protocol::Version>,
     pub outcome: Option<String>,
     pub option_id: Option<String>,
     pub option_kind: Option<String>,
@@ -1004,7 +1006,7 @@ pub fn recorded_permissions(
         .prepare(
             "SELECT p.connection_id, p.session_id, p.tool_call_id, p.request_seq, m.raw, s.cwd,
                     c.agent_info, p.outcome, p.option_id, p.option_kind, p.decided_by,
-                    p.policy_input
+                    p.policy_input, c.protocol_version
              FROM permission_requests p
              JOIN messages m ON m.id = p.request_message_id
              JOIN connections c ON c.id = p.connection_id
@@ -1034,6 +1036,9 @@ pub fn recorded_permissions(
                     decided_by: r.get(10)?,
                     earlier_updates: Vec::new(),
                     policy_input: r.get(11)?,
+                    protocol_version: parse_json(r.get(12)?)
+                        .as_ref()
+                        .and_then(crate::protocol::Version::from_value),
                 })
             },
         )?
