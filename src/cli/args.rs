@@ -486,6 +486,10 @@ pub struct ReplayArgs {
     /// `run`. E.g. 5s, 500ms.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub grace: Duration,
+    /// As client: how long to wait for the agent's answer to a request (and, in ACP v2, for its
+    /// turn's `idle`) before giving up on it. E.g. 30s.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub patience: Duration,
     /// As client: compare more than tool calls, stop reasons and permissions: `text`, the
     /// agent's message text of each turn (for a deterministic agent, a mock model in CI).
     #[arg(long, value_enum, value_name = "WHAT")]

@@ -91,7 +91,7 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
         Some(cwd) => cwd,
         None => std::env::current_dir()?,
     };
-    let verdict = policy.decide(
+    let mut input = crate::policy::DecisionInput::new(
         params,
         None,
         Context {
@@ -99,7 +99,15 @@ fn check(args: CheckArgs) -> anyhow::Result<i32> {
             agent: args.agent.as_deref(),
             ..Default::default()
         },
+        None,
     );
+    // As `acptap run` reads it: a key named twice is read differently by different peers.
+    if crate::protocol::message::has_duplicate_keys(text.as_bytes()) == Some(true) {
+        input
+            .left_to_user
+            .get_or_insert((None, crate::policy::DUPLICATE_KEYS.into()));
+    }
+    let verdict = policy.decide_input(&input, params.get("options"));
     if args.json {
         print_json(&verdict)?;
     } else {

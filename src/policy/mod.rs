@@ -122,6 +122,11 @@ pub struct DecisionInput {
     /// `subject:tool_call` (v2), `subject:TYPE` for a subject left to the user.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub judged: Option<String>,
+    /// Other readings of the same request (the v1 `toolCall` beside a subject, the tool call a
+    /// command subject names): each must get the same decision as the judged one, else the
+    /// user decides. `[what, tool call]`.
+    #[serde(rename = "mustAgree", skip_serializing_if = "Vec::is_empty", default)]
+    pub must_agree: Vec<(String, Value)>,
 }
 
 impl DecisionInput {
@@ -176,7 +181,16 @@ impl DecisionInput {
             agent: context.agent.map(str::to_owned),
             left_to_user: unknown.map(|(guard, why)| (Some(guard), why)),
             judged: None,
+            must_agree: Vec::new(),
         };
+        if let Some(Version::Other(n)) = context.version {
+            // What a client of a version acptap does not know shows is unknown here.
+            input.left_to_user.get_or_insert((
+                None,
+                format!("protocol version {n} is not one acptap knows (1, or the v2 draft): left to the user"),
+            ));
+            return input;
+        }
         let shapes = PermissionShapes::of(Some(params));
         let leave = |input: &mut DecisionInput, why: String| {
             input.left_to_user.get_or_insert((None, why));
@@ -259,23 +273,15 @@ impl DecisionInput {
                 return input;
             }
         };
-        // A command subject that names a tool call whose command acptap knows: they must agree.
+        // A command subject that names a known tool call: that call, running the subject's
+        // command, must read the same (its kind, where it runs, its paths, its environment).
         let named = (judged == "subject:command")
-            .then(|| known.filter(|k| k.get("rawInput").and_then(|r| r.get("command")).is_some()))
+            .then_some(known)
             .flatten()
-            .map(|k| {
-                let mut object = k.to_object();
-                object.remove("content");
-                object.remove("locations");
-                Value::Object(object)
-            });
-        for (other, what) in [
-            (v1.as_ref(), "v1 `toolCall`"),
-            (named.as_ref(), "tool call it names"),
-        ] {
-            if let Some(other) = other
-                && let Some(difference) = disagreement(&call, other, judged, context.cwd)
-            {
+            .map(|k| named_call_running(k, &call));
+        for (other, what) in [(v1, "v1 `toolCall`"), (named, "tool call it names")] {
+            let Some(other) = other else { continue };
+            if let Some(difference) = disagreement(&call, &other, judged, context.cwd) {
                 leave(
                     &mut input,
                     format!(
@@ -283,10 +289,53 @@ impl DecisionInput {
                     ),
                 );
             }
+            input.must_agree.push((what.to_owned(), other));
         }
         input.judged = Some(judged.into());
         input.tool_call = Some(call);
         input
+    }
+}
+
+impl DecisionInput {
+    /// A command subject that names a terminal acptap saw (`terminal_update`) must name its
+    /// command and cwd; `terminal` is that terminal's `(command, cwd)` as last reported, `None`
+    /// when it was not seen. `forgotten`: more terminals were reported than acptap holds.
+    pub fn check_terminal(
+        &mut self,
+        params: &Value,
+        terminal: Option<(Option<&Value>, Option<&Value>)>,
+        forgotten: bool,
+    ) {
+        let Some(subject) = params
+            .get("subject")
+            .filter(|s| s.get("type").and_then(Value::as_str) == Some("command"))
+        else {
+            return;
+        };
+        let Some(id) = subject.get("terminalId").filter(|id| !id.is_null()) else {
+            return;
+        };
+        let why = match terminal {
+            None if forgotten => Some(format!(
+                "the command subject names terminal {id}, which acptap no longer holds"
+            )),
+            None => None,
+            Some((command, cwd)) => [("command", command), ("cwd", cwd)]
+                .into_iter()
+                .find(|(key, known)| known.is_some_and(|k| Some(k) != subject.get(*key)))
+                .map(|(key, known)| {
+                    format!(
+                        "the command subject and terminal {id} it names disagree ({key} {} against {})",
+                        subject.get(key).unwrap_or(&Value::Null),
+                        known.unwrap_or(&Value::Null)
+                    )
+                }),
+        };
+        if let Some(why) = why {
+            self.left_to_user
+                .get_or_insert((None, format!("{why}: left to the user")));
+        }
     }
 }
 
@@ -304,6 +353,38 @@ fn merged_call(
     let mut call = merged.unwrap_or_default().to_object();
     call.insert("toolCallId".into(), update["toolCallId"].clone());
     Ok(Value::Object(call))
+}
+
+/// The tool call a command subject names, as the rules would see it running the subject's
+/// command: its recorded state, with the subject's `command` and `cwd` where its rawInput has
+/// none (every other key, such as `env`, kept), and `execute` for a kind unset or `other`.
+fn named_call_running(known: &ToolCall, subject_call: &Value) -> Value {
+    let mut call = known.to_object();
+    let mut raw_input = match call.remove("rawInput") {
+        Some(Value::Object(input)) => input,
+        _ => serde_json::Map::new(),
+    };
+    // What the call already says stays (a different command or cwd is a disagreement).
+    for key in ["command", "cwd"] {
+        if let Some(value) = subject_call.get("rawInput").and_then(|r| r.get(key)) {
+            raw_input.entry(key).or_insert_with(|| value.clone());
+        }
+    }
+    call.insert("rawInput".into(), Value::Object(raw_input));
+    if matches!(
+        call.get("kind").and_then(Value::as_str),
+        None | Some("other")
+    ) {
+        call.insert("kind".into(), Value::String("execute".into()));
+    }
+    call.insert(
+        "toolCallId".into(),
+        subject_call
+            .get("toolCallId")
+            .cloned()
+            .unwrap_or(Value::Null),
+    );
+    Value::Object(call)
 }
 
 /// A v2 `command` subject as the `execute` call the rules judge: that command, run in that cwd.
@@ -395,6 +476,10 @@ fn disagreement(judged: &Value, other: &Value, how: &str, cwd: Option<&Path>) ->
     }
     None
 }
+
+/// Why a request whose line names a key twice in one object is left to the user.
+pub const DUPLICATE_KEYS: &str =
+    "the request names a key twice in one object, which peers read differently: left to the user";
 
 /// Most paths one tool call may name and still be decided by the rules.
 pub const MAX_CALL_PATHS: usize = 1000;
@@ -557,6 +642,39 @@ impl Policy {
         }
         let Some(Value::Object(call)) = &input.tool_call else {
             return ask(None, "not about a tool call: left to the user".into());
+        };
+        let verdict = self.judge_call(call, input, options);
+        for (what, other) in &input.must_agree {
+            let Value::Object(other) = other else {
+                return ask(None, format!("the {what} cannot be read: left to the user"));
+            };
+            let alone = self.judge_call(other, input, options);
+            if alone.decision != verdict.decision {
+                return ask(
+                    None,
+                    format!(
+                        "the v2 subject and the {what} disagree: the subject would be {}, the {what} {} ({}): left to the user",
+                        verdict.decision, alone.decision, alone.reason
+                    ),
+                );
+            }
+        }
+        verdict
+    }
+
+    /// One reading of a request (a merged tool call) judged by the guards and the rules.
+    fn judge_call(
+        &self,
+        call: &serde_json::Map<String, Value>,
+        input: &DecisionInput,
+        options: Option<&Value>,
+    ) -> Verdict {
+        let ask = |rule: Option<String>, reason: String| Verdict {
+            decision: Decision::Ask,
+            rule,
+            option_id: None,
+            option_kind: None,
+            reason,
         };
         let (merged, _) = ToolCall::create(call, UpdateKind::PermissionRequest);
         if merged.finished {
@@ -1295,4 +1413,55 @@ fn canonical(path: &Path) -> PathBuf {
         None,
     )
     .unwrap_or_else(|| path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn allow_ls() -> Policy {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.toml");
+        std::fs::write(
+            &file,
+            "version = 1\ndefault = \"ask\"\n[[rule]]\nid = \"ls\"\ndecision = \"allow\"\nkind = \"execute\"\ncommand = [[\"ls\"]]\n",
+        )
+        .unwrap();
+        Policy::load_with_home(&[file], dir.path()).unwrap()
+    }
+
+    /// The version decides which shape a client shows: a subject on a v1 connection, a bare
+    /// `toolCall` on a v2 one, and anything on a version acptap does not know go to the user.
+    #[test]
+    fn the_negotiated_version_decides_which_shape_counts() {
+        let policy = allow_ls();
+        let v1_call = json!({"toolCallId": "t", "kind": "execute", "rawInput": {"command": "ls", "cwd": "/p"}});
+        let subject = json!({"type": "command", "command": "ls", "cwd": "/p"});
+        let options = json!([{"optionId": "ok", "name": "Allow", "kind": "allow_once"}]);
+        let decide = |params: Value, version: Option<Version>| {
+            policy
+                .decide(
+                    &params,
+                    None,
+                    Context {
+                        cwd: Some(Path::new("/p")),
+                        agent: None,
+                        version,
+                    },
+                )
+                .decision
+        };
+        let v1 = json!({"sessionId": "s", "toolCall": v1_call, "options": options});
+        let v2 = json!({"sessionId": "s", "title": "ls", "subject": subject, "options": options});
+        assert_eq!(decide(v1.clone(), Some(Version::V1)), Decision::Allow);
+        assert_eq!(decide(v2.clone(), Some(Version::V2)), Decision::Allow);
+        // Either shape with no connection (`policy check --request`).
+        assert_eq!(decide(v1.clone(), None), Decision::Allow);
+        assert_eq!(decide(v2.clone(), None), Decision::Allow);
+        assert_eq!(decide(v1.clone(), Some(Version::V2)), Decision::Ask);
+        assert_eq!(decide(v2.clone(), Some(Version::V1)), Decision::Ask);
+        assert_eq!(decide(v2, Some(Version::Other(3))), Decision::Ask);
+        assert_eq!(decide(v1, Some(Version::Other(3))), Decision::Ask);
+    }
 }

@@ -116,17 +116,23 @@ pub fn tool_call_paths(
     for item in content.and_then(Value::as_array).into_iter().flatten() {
         match item.get("type").and_then(Value::as_str) {
             // v1: the diff's `path`. v2: `changes[]` (`path`, and `oldPath` of a move or copy),
-            // and the file names in the optional `patch` text, which a client may render.
-            Some("diff") if item.get("changes").is_some() || item.get("path").is_none() => {
-                match diff_v2_paths(item) {
-                    Ok(paths) => paths.iter().for_each(|p| push(&mut out, p)),
-                    Err(key) => out.unreadable.push(key.into()),
+            // and the file names in the optional `patch` text, which a client may render. Any
+            // other key that names a path (`oldPath` beside `path`, a custom field) counts too.
+            Some("diff") => {
+                let has_changes = item.get("changes").is_some();
+                match item.get("path") {
+                    Some(Value::String(p)) => push(&mut out, p),
+                    None if has_changes => {}
+                    _ => out.unreadable.push("content[].path".into()),
                 }
+                if has_changes {
+                    match diff_v2_paths(item) {
+                        Ok(paths) => paths.iter().for_each(|p| push(&mut out, p)),
+                        Err(key) => out.unreadable.push(key.into()),
+                    }
+                }
+                other_paths(item, DIFF_KEYS, "content[]", &mut out, &mut push);
             }
-            Some("diff") => match item.get("path") {
-                Some(Value::String(p)) => push(&mut out, p),
-                _ => out.unreadable.push("content[].path".into()),
-            },
             // A resource shown with the call names a file too (`file:///etc/passwd`).
             Some("content") => {
                 let block = item.get("content");
@@ -146,7 +152,10 @@ pub fn tool_call_paths(
                 Some(uri) => push(&mut out, uri),
                 None => out.unreadable.push("content[].uri".into()),
             },
-            _ => {}
+            // A terminal reference names a terminal, not a file.
+            Some("terminal") => {}
+            // A custom or future item (`_custom`, an unknown type) may name files anyhow.
+            _ => other_paths(item, &["type", "_meta"], "content[]", &mut out, &mut push),
         }
     }
     let input = match raw_input {
@@ -240,6 +249,20 @@ fn diff_v2_paths(item: &Value) -> Result<Vec<String>, &'static str> {
             None | Some(Value::Null) => {}
             Some(_) => return Err("content[].changes[].oldPath"),
         }
+        // Any other field naming a path (`old_path`, a custom `source`) is one more.
+        let Value::Object(fields) = change else {
+            return Err("content[].changes[]");
+        };
+        for (key, value) in fields {
+            if matches!(key.as_str(), "path" | "oldPath" | "_meta") {
+                continue;
+            }
+            let mut nested = Vec::new();
+            if !field_paths(key, value, &mut nested) {
+                return Err("content[].changes[]");
+            }
+            paths.extend(nested.into_iter().map(str::to_owned));
+        }
     }
     let text = match item.get("patch") {
         None | Some(Value::Null) => return Ok(paths),
@@ -280,6 +303,53 @@ fn diff_v2_paths(item: &Value) -> Result<Vec<String>, &'static str> {
     }
     paths.extend(named);
     Ok(paths)
+}
+
+/// The keys of a diff item that [`tool_call_paths`] reads itself (or that hold text).
+const DIFF_KEYS: &[&str] = &[
+    "type", "path", "oldText", "newText", "changes", "patch", "_meta",
+];
+
+/// The path-like strings of a content item's keys other than `skip` (see [`nested_paths`]).
+fn other_paths(
+    item: &Value,
+    skip: &[&str],
+    what: &str,
+    out: &mut RawPaths,
+    push: &mut impl FnMut(&mut RawPaths, &str),
+) {
+    let Value::Object(fields) = item else {
+        return;
+    };
+    for (key, value) in fields {
+        if skip.contains(&key.as_str()) {
+            continue;
+        }
+        let mut nested = Vec::new();
+        if !field_paths(key, value, &mut nested) {
+            out.unreadable.push(format!("{what}.{key}"));
+            continue;
+        }
+        for p in nested {
+            out.unrecognised.push(format!("{what}.{key}"));
+            push(out, p);
+        }
+    }
+}
+
+/// The path-like strings of one field, read as [`nested_paths`] reads an object's fields.
+fn field_paths<'a>(key: &str, value: &'a Value, out: &mut Vec<&'a str>) -> bool {
+    if TEXT_KEYS.contains(&key) {
+        return true;
+    }
+    let lower = key.to_ascii_lowercase();
+    match value {
+        Value::String(s) if PATH_KEY_FRAGMENTS.iter().any(|f| lower.contains(f)) => {
+            out.push(s);
+            true
+        }
+        _ => nested_paths(value, 1, out),
+    }
 }
 
 /// How deep [`nested_paths`] looks; anything deeper is unreadable.

@@ -198,8 +198,19 @@ impl Conversation {
         }
         if let Some(session_id) = params.get("sessionId").and_then(Value::as_str) {
             self.interrupt(session_id);
+            if matches!(method, Some("session/resume" | "session/load")) {
+                self.replay_follows(session_id);
+            }
         }
         None
+    }
+
+    /// A `session/resume` or `session/load`: the agent is about to replay the session's history,
+    /// messages with the ids they had. They are the history, shown as such, not more updates of
+    /// the messages already held: from here on an id starts a new message.
+    pub fn replay_follows(&mut self, session_id: &str) {
+        self.by_id
+            .retain(|(session, _, _), _| session != session_id);
     }
 
     /// Something else happened in a session (a tool call, the end of a turn): its next v1 chunk
@@ -275,6 +286,26 @@ mod tests {
             (c.messages()[0].first_seq, c.messages()[0].last_seq),
             (0, 1)
         );
+    }
+
+    #[test]
+    fn a_resumed_sessions_history_is_new_messages_not_more_of_the_old_ones() {
+        let mut c = Conversation::new();
+        let chunk = |t: &str| {
+            update(
+                json!({"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": text(t)}),
+            )
+        };
+        c.observe(0, Some("session/update"), Some(&chunk("Plan.")));
+        c.observe(
+            1,
+            Some("session/resume"),
+            Some(&json!({"sessionId": "s", "cwd": "/p"})),
+        );
+        c.observe(2, Some("session/update"), Some(&chunk("Plan.")));
+        let texts: Vec<_> = c.messages().iter().map(ChatMessage::text).collect();
+        assert_eq!(texts, ["Plan.", "Plan."]);
+        assert_eq!(c.messages()[1].first_seq, 2);
     }
 
     #[test]

@@ -228,6 +228,79 @@ pub fn decode(text: &[u8]) -> Option<Value> {
     })
 }
 
+/// Whether a JSON text names a key twice in one object, read as [`decode`] reads it (strict,
+/// then leniently); `None` when it cannot be read at all. Peers disagree on such a line (most
+/// keep the last value, typed Rust structs refuse it), so the policy never answers one.
+pub fn has_duplicate_keys(text: &[u8]) -> Option<bool> {
+    let strict_then_lenient = |text: &[u8]| scan(text).or_else(|| scan(&leniently(text)?));
+    strict_then_lenient(text).or_else(|| {
+        let lossy = String::from_utf8_lossy(text);
+        matches!(lossy, std::borrow::Cow::Owned(_))
+            .then(|| strict_then_lenient(lossy.as_bytes()))
+            .flatten()
+    })
+}
+
+/// [`has_duplicate_keys`] of one text, `None` if it is not JSON.
+fn scan(text: &[u8]) -> Option<bool> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let found = serde::de::DeserializeSeed::deserialize(DuplicateKeys, &mut de).ok()?;
+    de.end().ok()?;
+    Some(found)
+}
+
+/// Walks a JSON value, answering whether any object in it repeats a key.
+#[derive(Clone, Copy)]
+struct DuplicateKeys;
+
+impl<'de> serde::de::DeserializeSeed<'de> for DuplicateKeys {
+    type Value = bool;
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for DuplicateKeys {
+    type Value = bool;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        let mut found = false;
+        while let Some(inner) = seq.next_element_seed(self)? {
+            found |= inner;
+        }
+        Ok(found)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut keys = std::collections::HashSet::new();
+        let mut found = false;
+        while let Some(key) = map.next_key::<String>()? {
+            found |= !keys.insert(key);
+            found |= map.next_value_seed(self)?;
+        }
+        Ok(found)
+    }
+}
+
 /// `text` with lone surrogate escapes replaced by `\ufffd` and non-finite number literals
 /// outside strings by `null`; `None` when there is nothing to replace.
 fn leniently(text: &[u8]) -> Option<Vec<u8>> {
@@ -409,6 +482,29 @@ mod tests {
         assert!(parse_line(b"{\"a\":\"\\ud83d\"").value.is_none());
         let m = parse_line(b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{\"t\":\"a\xffb\"}}");
         assert_eq!(m.params().unwrap()["t"], "a\u{fffd}b");
+    }
+
+    #[test]
+    fn duplicate_keys_are_found_at_any_depth_and_through_escapes() {
+        assert_eq!(
+            has_duplicate_keys(br#"{"a":1,"b":{"c":[{"d":1}]}}"#),
+            Some(false)
+        );
+        assert_eq!(has_duplicate_keys(br#"{"a":1,"a":2}"#), Some(true));
+        assert_eq!(
+            has_duplicate_keys(br#"{"p":{"subject":[{"type":"command","type":"tool_call"}]}}"#),
+            Some(true)
+        );
+        assert_eq!(
+            has_duplicate_keys(br#"{"toolCallId":1,"toolCall\u0049d":2}"#),
+            Some(true)
+        );
+        // Read as the decoder reads: a lone surrogate, NaN.
+        assert_eq!(
+            has_duplicate_keys(br#"{"t":"\ud83d","n":NaN,"n":1}"#),
+            Some(true)
+        );
+        assert_eq!(has_duplicate_keys(b"not json"), None);
     }
 
     #[test]

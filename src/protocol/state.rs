@@ -84,6 +84,17 @@ pub enum Fact {
     },
 }
 
+/// Most terminals a connection's state holds.
+pub const MAX_TERMINALS: usize = 10_000;
+
+/// A terminal the agent reported (v2 `terminal_update`): its `command` and `cwd` as last set
+/// (`None`: never set, or cleared).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TerminalSeen {
+    pub command: Option<Value>,
+    pub cwd: Option<Value>,
+}
+
 /// A prompt whose turn has not ended.
 #[derive(Debug, Clone, Copy)]
 struct OpenTurn {
@@ -127,6 +138,10 @@ pub struct SessionState {
     /// The protocol version: the client's proposal until the agent answers `initialize`, then the
     /// negotiated one.
     version: Option<Version>,
+    /// The agent's terminals (v2 `terminal_update`), by (session, terminalId), bounded.
+    terminals: HashMap<(String, String), TerminalSeen>,
+    /// More terminals were reported than [`MAX_TERMINALS`]: some were not kept.
+    terminals_forgotten: bool,
     /// Per session, the prompt whose turn is open: a v2 turn ends with the session's `idle`
     /// state update, not with the prompt's answer.
     open_turns: HashMap<String, OpenTurn>,
@@ -163,6 +178,17 @@ impl SessionState {
     /// Every tool call known, as (session, toolCallId).
     pub fn tool_call_keys(&self) -> impl Iterator<Item = &(String, String)> {
         self.tool_calls.keys()
+    }
+
+    /// A terminal the agent reported in a session.
+    pub fn terminal(&self, session_id: &str, terminal_id: &str) -> Option<&TerminalSeen> {
+        self.terminals
+            .get(&(session_id.to_owned(), terminal_id.to_owned()))
+    }
+
+    /// Whether terminals were reported past [`MAX_TERMINALS`] (an unknown one may be one).
+    pub fn terminals_forgotten(&self) -> bool {
+        self.terminals_forgotten
     }
 
     /// A session's cwd, from `session/new` (with the agent's answer) or `session/load`.
@@ -348,6 +374,13 @@ impl SessionState {
                 ) {
                     self.apply_tool_call(session_id, update, how, facts);
                 }
+                if let (Some(session_id), Some(update)) =
+                    (msg.session_id(), msg.params().and_then(|p| p.get("update")))
+                    && update.get("sessionUpdate").and_then(Value::as_str)
+                        == Some("terminal_update")
+                {
+                    self.note_terminal(session_id, update);
+                }
                 // v2: foreground work ends with an `idle` state update, which ends the turn. An
                 // agent also reports `idle` unasked (after `session/new`, in a resume), and such a
                 // line may come just after the next prompt: only an `idle` after the prompt was
@@ -400,6 +433,29 @@ impl SessionState {
             _ => {}
         }
         session_of_cancelled
+    }
+
+    /// A `terminal_update`: an upsert of the terminal's command and cwd.
+    fn note_terminal(&mut self, session_id: &str, update: &Value) {
+        let Some(id) = update.get("terminalId").and_then(Value::as_str) else {
+            return;
+        };
+        let key = (session_id.to_owned(), id.to_owned());
+        if !self.terminals.contains_key(&key) && self.terminals.len() >= MAX_TERMINALS {
+            self.terminals_forgotten = true;
+            return;
+        }
+        let terminal = self.terminals.entry(key).or_default();
+        for (name, slot) in [
+            ("command", &mut terminal.command),
+            ("cwd", &mut terminal.cwd),
+        ] {
+            match update.get(name) {
+                None => {}
+                Some(Value::Null) => *slot = None,
+                Some(value) => *slot = Some(value.clone()),
+            }
+        }
     }
 
     fn apply_tool_call(

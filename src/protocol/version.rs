@@ -27,7 +27,14 @@ pub enum Version {
 impl Version {
     /// The version a `protocolVersion` value names; `None` when it is not a non-negative integer.
     pub fn from_value(value: &Value) -> Option<Version> {
-        Some(match value.as_u64()? {
+        // `2.0` is 2 to a JavaScript peer.
+        let number = value.as_u64().or_else(|| {
+            value
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(f))
+                .map(|f| f as u64)
+        })?;
+        Some(match number {
             0 | 1 => Version::V1,
             2 => Version::V2,
             other => Version::Other(other),
@@ -163,6 +170,7 @@ mod tests {
         assert_eq!(Version::from_value(&json!("2")), None);
         assert_eq!(Version::from_value(&json!(-1)), None);
         assert_eq!(Version::from_value(&json!(2.5)), None);
+        assert_eq!(Version::from_value(&json!(2.0)), Some(Version::V2));
     }
 
     #[test]

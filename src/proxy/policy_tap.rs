@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use super::pump::{Disposition, LineTap};
 use crate::policy::{Context, Decision, DecisionInput, Policy};
+use crate::protocol::message::has_duplicate_keys;
 use crate::protocol::{Direction, Message, MessageKind, SessionState, parse_line};
 use crate::record::{Annotation, PolicyNote};
 
@@ -96,6 +97,7 @@ impl LineTap for PolicyTap {
         // A key may be written with escapes (`"toolCall\u0049d"`): such a line is read too.
         // A v2 `command` subject names no toolCallId; `protocolVersion`: the negotiated version.
         let relevant = contains(line, b"toolCallId")
+            || contains(line, b"terminalId")
             || contains(line, b"\\u")
             || contains(line, b"agentInfo")
             || contains(line, b"protocolVersion")
@@ -105,15 +107,21 @@ impl LineTap for PolicyTap {
             return Disposition::Forward(Annotation::default());
         }
         let msg = parse_line(line);
+        // A key named twice: peers read such a line differently (most keep the last value, typed
+        // Rust structs refuse it), so what the client shows is unknown here.
+        let ambiguous = has_duplicate_keys(line) == Some(true);
         if msg.value.is_none() && msg.kind != MessageKind::Batch && !line.trim_ascii().is_empty() {
             self.cannot_read(line);
         } else if msg.kind == MessageKind::Request
             && msg.method.as_deref() == Some("session/request_permission")
         {
-            return self.decide(&msg);
+            return self.decide(&msg, ambiguous);
         } else {
             // Batches included: the state reads each of their messages.
             self.observe(&msg);
+            if ambiguous {
+                self.cannot_read(line);
+            }
         }
         Disposition::Forward(Annotation::default())
     }
@@ -136,7 +144,7 @@ impl PolicyTap {
         }
     }
 
-    fn decide(&mut self, msg: &Message) -> Disposition {
+    fn decide(&mut self, msg: &Message, ambiguous: bool) -> Disposition {
         let (Some(id), Some(params)) = (msg.id.as_deref(), msg.params()) else {
             return Disposition::Forward(Annotation::default());
         };
@@ -152,7 +160,7 @@ impl PolicyTap {
             } else {
                 None
             };
-            DecisionInput::new(
+            let mut input = DecisionInput::new(
                 params,
                 state.tool_call(&key.0, &key.1),
                 Context {
@@ -169,7 +177,20 @@ impl PolicyTap {
                         ),
                     )
                 }),
-            )
+            );
+            let terminal = params
+                .get("subject")
+                .and_then(|s| s.get("terminalId"))
+                .and_then(Value::as_str)
+                .and_then(|id| state.terminal(&key.0, id))
+                .map(|t| (t.command.as_ref(), t.cwd.as_ref()));
+            input.check_terminal(params, terminal, state.terminals_forgotten());
+            if ambiguous {
+                input
+                    .left_to_user
+                    .get_or_insert((None, crate::policy::DUPLICATE_KEYS.into()));
+            }
+            input
         };
         let verdict = self.policy.decide_input(&input, params.get("options"));
         self.observe(msg);

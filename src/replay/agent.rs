@@ -412,6 +412,12 @@ impl<W: Write> Replayer<'_, W> {
                     .cloned()
                     .unwrap_or_else(|| json!({}));
                 self.gate.served.client_capabilities = Some(capabilities);
+                // A live client that proposes another version than v1 serves no files or
+                // terminals either, whatever the recording negotiated.
+                self.gate.served.live_version = message
+                    .params()
+                    .and_then(|p| p.get("protocolVersion"))
+                    .map(|v| Version::from_value(v).unwrap_or(Version::Other(u64::MAX)));
             }
             (MessageKind::Request, Some("tool_call/cancel")) if self.is_v2() => {
                 self.cancel_tool_call(&message)?;

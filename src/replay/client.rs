@@ -45,9 +45,6 @@ use crate::record::queries::SessionRef;
 use crate::record::redact::Redactor;
 use crate::record::{Destination, Reader};
 
-/// How long the replay waits for the agent before it gives up on a turn.
-const AGENT_PATIENCE: Duration = Duration::from_secs(120);
-
 pub struct ClientReplayOptions {
     pub db: PathBuf,
     pub original: SessionRef,
@@ -57,6 +54,9 @@ pub struct ClientReplayOptions {
     pub real_fs: bool,
     /// How long the agent may take to exit after its stdin is closed (then again after SIGTERM).
     pub grace: Duration,
+    /// How long the replay waits for the agent's answer (and, in v2, its turn's end) before it
+    /// gives up on a request (`--patience`).
+    pub patience: Duration,
     /// Compare the agent's message text of each turn too.
     pub compare_text: bool,
     /// Send the session-opening requests as recorded: the recorded MCP servers (which the agent
@@ -127,6 +127,8 @@ struct Driver {
     negotiation: SessionState,
     /// Script indices of recorded cancels already sent inside their turn.
     sent_in_turn: HashSet<usize>,
+    /// How long to wait for the agent (`--patience`).
+    patience: Duration,
 }
 
 /// A recorded cancel inside a turn, and when to send it: after as many agent lines as the
@@ -624,7 +626,7 @@ impl Driver {
                     .after_time
                     .saturating_sub(started.elapsed())
                     .max(Duration::from_millis(1)),
-                None => AGENT_PATIENCE.saturating_sub(started.elapsed()),
+                None => self.patience.saturating_sub(started.elapsed()),
             };
             let Some(message) = self.next(wait)? else {
                 if !cancels.is_empty() {
@@ -634,13 +636,15 @@ impl Driver {
                     // Answered, but the turn never reported its end: go on, the comparison
                     // will show what is missing.
                     say(&format!(
-                        "the agent answered the prompt but reported no `idle` state within {AGENT_PATIENCE:?}: going on"
+                        "the agent answered the prompt but reported no `idle` state within {:?} (--patience): going on",
+                        self.patience
                     ));
                     return Ok(answer);
                 }
                 bail!(
-                    "the agent did not answer {} within {AGENT_PATIENCE:?}",
-                    line.message.method.as_deref().unwrap_or("?")
+                    "the agent did not answer {} within {:?} (--patience)",
+                    line.message.method.as_deref().unwrap_or("?"),
+                    self.patience
                 );
             };
             agent_lines += 1;
@@ -754,6 +758,7 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         withheld_said: HashSet::new(),
         negotiation: SessionState::new(),
         sent_in_turn: HashSet::new(),
+        patience: options.patience,
     };
 
     let outcome = drive(&mut driver, script, options.cwd.as_deref());

