@@ -481,6 +481,17 @@ fn disagreement(judged: &Value, other: &Value, how: &str, cwd: Option<&Path>) ->
 pub const DUPLICATE_KEYS: &str =
     "the request names a key twice in one object, which peers read differently: left to the user";
 
+/// A request left to the user, by the guard or rule named (if any), and why.
+fn ask(rule: Option<String>, reason: String) -> Verdict {
+    Verdict {
+        decision: Decision::Ask,
+        rule,
+        option_id: None,
+        option_kind: None,
+        reason,
+    }
+}
+
 /// Most paths one tool call may name and still be decided by the rules.
 pub const MAX_CALL_PATHS: usize = 1000;
 
@@ -630,13 +641,6 @@ impl Policy {
 
     /// Decides on what a decision is made on ([`DecisionInput`]): live, or as recorded.
     pub fn decide_input(&self, input: &DecisionInput, options: Option<&Value>) -> Verdict {
-        let ask = |rule: Option<String>, reason: String| Verdict {
-            decision: Decision::Ask,
-            rule,
-            option_id: None,
-            option_kind: None,
-            reason,
-        };
         if let Some((rule, reason)) = &input.left_to_user {
             return ask(rule.clone(), reason.clone());
         }
@@ -669,13 +673,6 @@ impl Policy {
         input: &DecisionInput,
         options: Option<&Value>,
     ) -> Verdict {
-        let ask = |rule: Option<String>, reason: String| Verdict {
-            decision: Decision::Ask,
-            rule,
-            option_id: None,
-            option_kind: None,
-            reason,
-        };
         let (merged, _) = ToolCall::create(call, UpdateKind::PermissionRequest);
         if merged.finished {
             // Its rawInput may have been cut (see `protocol::toolcall`): nothing to decide on.

@@ -14,10 +14,13 @@
 //!   replaces it whole. So a turn's text is the final text of each message, never the
 //!   concatenation of its upserts.
 //! - Messages are keyed by (session, role, messageId) and kept in the order they were created.
+//! - The history a `session/resume` or `session/load` replays (until its answer) of a session
+//!   whose messages are already held is those messages again: it changes nothing. A session
+//!   first seen in its replay keeps the history as its messages.
 //!
 //! Pure and sans-IO.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -111,6 +114,9 @@ pub struct Conversation {
     by_id: HashMap<(String, Role, String), usize>,
     /// Per session: the message a v1 chunk (no `messageId`) may still append to.
     open: HashMap<String, usize>,
+    /// Sessions with messages held whose history a `session/resume` or `session/load` is
+    /// replaying.
+    replaying: HashSet<String>,
 }
 
 impl Conversation {
@@ -130,6 +136,12 @@ impl Conversation {
             self.interrupt(session_id);
             return None;
         };
+        // History a resume or load replays of a session whose messages are already held is
+        // those messages again, not more of them (chunks would be appended twice). A session
+        // first seen in its replay has only the history: that is kept.
+        if self.replaying.contains(session_id) {
+            return None;
+        }
         let message_id = update
             .get("messageId")
             .and_then(Value::as_str)
@@ -192,25 +204,31 @@ impl Conversation {
         method: Option<&str>,
         params: Option<&Value>,
     ) -> Option<usize> {
-        let params = params?;
+        let Some(params) = params else {
+            if matches!(method, Some("session/resume" | "session/load")) {
+                self.replay_answered();
+            }
+            return None;
+        };
         if method == Some("session/update") {
             return self.apply(seq, params);
         }
         if let Some(session_id) = params.get("sessionId").and_then(Value::as_str) {
             self.interrupt(session_id);
-            if matches!(method, Some("session/resume" | "session/load")) {
-                self.replay_follows(session_id);
+            // Only a session whose messages are held: one first seen in its replay keeps it.
+            if matches!(method, Some("session/resume" | "session/load"))
+                && self.messages.iter().any(|m| m.session_id == session_id)
+            {
+                self.replaying.insert(session_id.to_owned());
             }
         }
         None
     }
 
-    /// A `session/resume` or `session/load`: the agent is about to replay the session's history,
-    /// messages with the ids they had. They are the history, shown as such, not more updates of
-    /// the messages already held: from here on an id starts a new message.
-    pub fn replay_follows(&mut self, session_id: &str) {
-        self.by_id
-            .retain(|(session, _, _), _| session != session_id);
+    /// The answer to a `session/resume` or `session/load`: the history it replayed is over (for
+    /// every session replaying: an answer names none).
+    pub fn replay_answered(&mut self) {
+        self.replaying.clear();
     }
 
     /// Something else happened in a session (a tool call, the end of a turn): its next v1 chunk
@@ -289,7 +307,7 @@ mod tests {
     }
 
     #[test]
-    fn a_resumed_sessions_history_is_new_messages_not_more_of_the_old_ones() {
+    fn a_resumed_sessions_history_is_not_appended_to_what_is_held() {
         let mut c = Conversation::new();
         let chunk = |t: &str| {
             update(
@@ -303,9 +321,19 @@ mod tests {
             Some(&json!({"sessionId": "s", "cwd": "/p"})),
         );
         c.observe(2, Some("session/update"), Some(&chunk("Plan.")));
+        c.observe(3, Some("session/resume"), None);
+        c.observe(4, Some("session/update"), Some(&chunk(" More.")));
         let texts: Vec<_> = c.messages().iter().map(ChatMessage::text).collect();
-        assert_eq!(texts, ["Plan.", "Plan."]);
-        assert_eq!(c.messages()[1].first_seq, 2);
+        assert_eq!(texts, ["Plan. More."]);
+        // A session first seen in its resume: the history is all there is.
+        let mut c = Conversation::new();
+        c.observe(
+            1,
+            Some("session/resume"),
+            Some(&json!({"sessionId": "s", "cwd": "/p"})),
+        );
+        c.observe(2, Some("session/update"), Some(&chunk("Plan.")));
+        assert_eq!(c.messages()[0].text(), "Plan.");
     }
 
     #[test]

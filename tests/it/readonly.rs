@@ -166,6 +166,10 @@ fn a_database_from_an_older_acptap_is_refused_with_the_fix_and_migrate_applies_i
     // As a version-3 acptap left it: without the columns later migrations add.
     conn.execute_batch(
         "ALTER TABLE permission_requests DROP COLUMN policy_input;
+         ALTER TABLE permission_requests DROP COLUMN title;
+         ALTER TABLE permission_requests DROP COLUMN description;
+         ALTER TABLE permission_requests DROP COLUMN subject;
+         DROP INDEX prompt_turns_response;
          ALTER TABLE connections DROP COLUMN proxy_identity;
          DROP TRIGGER messages_leave_search;
          DROP TABLE search_text;
