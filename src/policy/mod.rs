@@ -196,10 +196,10 @@ impl DecisionInput {
             input.left_to_user.get_or_insert((None, why));
         };
         let v1 = match shapes.v1_tool_call {
-            Some(update) => match merged_call(update, known) {
+            Some(update) => match merged_call(update, known, context.version) {
                 Ok(call) => Some(call),
                 Err(why) => {
-                    leave(&mut input, why.into());
+                    leave(&mut input, why);
                     return input;
                 }
             },
@@ -255,10 +255,10 @@ impl DecisionInput {
                             .into(),
                     );
                 }
-                match merged_call(update, known) {
+                match merged_call(update, known, context.version) {
                     Ok(call) => (call, "subject:tool_call"),
                     Err(why) => {
-                        leave(&mut input, why.into());
+                        leave(&mut input, why);
                         return input;
                     }
                 }
@@ -275,10 +275,11 @@ impl DecisionInput {
         };
         // A command subject that names a known tool call: that call, running the subject's
         // command, must read the same (its kind, where it runs, its paths, its environment).
-        let named = (judged == "subject:command")
-            .then_some(known)
-            .flatten()
-            .map(|k| named_call_running(k, &call));
+        let named_known = (judged == "subject:command").then_some(known).flatten();
+        if let Some(Err(why)) = named_known.map(|k| unambiguous(k, context.version)) {
+            leave(&mut input, why);
+        }
+        let named = named_known.map(|k| named_call_running(k, &call));
         for (other, what) in [(v1, "v1 `toolCall`"), (named, "tool call it names")] {
             let Some(other) = other else { continue };
             if let Some(difference) = disagreement(&call, &other, judged, context.cwd) {
@@ -341,18 +342,38 @@ impl DecisionInput {
 
 /// A tool-call update (v1 `toolCall`, or a v2 `tool_call` subject's) applied over what was known
 /// of the call, as the client applies it: the state the request is judged on.
+///
+/// A call whose messages gave a field a value of the wrong type, or (on a v1 connection) cleared
+/// `content` or `locations` with `null`, is read differently by different clients: `Err`.
 fn merged_call(
     update: &serde_json::Map<String, Value>,
     known: Option<&ToolCall>,
-) -> Result<Value, &'static str> {
+    version: Option<Version>,
+) -> Result<Value, String> {
     if !update.get("toolCallId").is_some_and(Value::is_string) {
-        return Err("the request names no toolCallId: left to the user");
+        return Err("the request names no toolCallId: left to the user".into());
     }
     let mut merged = known.cloned();
     ToolCall::upsert(&mut merged, update, UpdateKind::PermissionRequest);
-    let mut call = merged.unwrap_or_default().to_object();
+    let merged = merged.unwrap_or_default();
+    unambiguous(&merged, version)?;
+    let mut call = merged.to_object();
     call.insert("toolCallId".into(), update["toolCallId"].clone());
     Ok(Value::Object(call))
+}
+
+/// `Err` (why) when clients may show this call differently from what acptap holds of it.
+fn unambiguous(call: &ToolCall, version: Option<Version>) -> Result<(), String> {
+    if let Some(why) = &call.ambiguous {
+        return Err(format!("the tool call's {why}: left to the user"));
+    }
+    if call.cleared_by_null && version == Some(Version::V1) {
+        return Err(
+            "a `null` cleared the tool call's content or locations, which v1 clients read as unchanged or as cleared: left to the user"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// The tool call a command subject names, as the rules would see it running the subject's
@@ -1460,5 +1481,59 @@ mod tests {
         assert_eq!(decide(v2.clone(), Some(Version::V1)), Decision::Ask);
         assert_eq!(decide(v2, Some(Version::Other(3))), Decision::Ask);
         assert_eq!(decide(v1, Some(Version::Other(3))), Decision::Ask);
+    }
+
+    /// Found by an outside attack: a value of the wrong type (`content: "x"`) is "unchanged" to
+    /// a client built on the schema crate and the new value to others; a `null` clears in v2
+    /// and means "unchanged" to the v1 crate. Over a call that edits /etc/passwd, neither may
+    /// make acptap judge a harmless call the client does not show.
+    #[test]
+    fn a_field_clients_read_differently_leaves_the_call_to_the_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.toml");
+        std::fs::write(
+            &file,
+            "version = 1\ndefault = \"ask\"\n[[rule]]\nid = \"edit\"\ndecision = \"allow\"\nkind = \"edit\"\npaths = [\"${cwd}/**\"]\n",
+        )
+        .unwrap();
+        let policy = Policy::load_with_home(&[file], dir.path()).unwrap();
+        let earlier = json!({"toolCallId": "c", "kind": "edit",
+            "content": [{"type": "diff", "path": "/etc/passwd", "newText": "x"}],
+            "locations": [{"path": "/p/a.rs"}]});
+        let (known, _) = ToolCall::create(earlier.as_object().unwrap(), UpdateKind::ToolCallUpdate);
+        let options = json!([{"optionId": "ok", "name": "Allow", "kind": "allow_once"}]);
+        let decide = |update: Value, version: Version| {
+            let params = json!({"sessionId": "s", "title": "Edit", "options": options,
+                "subject": {"type": "tool_call", "toolCall": update}});
+            let context = Context {
+                cwd: Some(Path::new("/p")),
+                agent: None,
+                version: Some(version),
+            };
+            policy.decide(&params, Some(&known), context)
+        };
+        for bad in [json!("x"), json!(5), json!({"type": "diff"})] {
+            let verdict = decide(json!({"toolCallId": "c", "content": bad}), Version::V2);
+            assert_eq!(verdict.decision, Decision::Ask, "{bad}: {verdict:?}");
+            assert!(verdict.reason.contains("`content`"), "{verdict:?}");
+        }
+        let verdict = decide(json!({"toolCallId": "c", "kind": 5}), Version::V2);
+        assert_eq!(verdict.decision, Decision::Ask, "{verdict:?}");
+        // `null` clears in v2: the call is then an edit of /p/a.rs alone.
+        let cleared = json!({"toolCallId": "c", "content": null});
+        assert_eq!(
+            decide(cleared.clone(), Version::V2).decision,
+            Decision::Allow
+        );
+        let params = json!({"sessionId": "s", "toolCall": cleared, "options": options});
+        let v1 = Context {
+            cwd: Some(Path::new("/p")),
+            agent: None,
+            version: Some(Version::V1),
+        };
+        assert_eq!(
+            policy.decide(&params, Some(&known), v1).decision,
+            Decision::Ask
+        );
     }
 }

@@ -92,6 +92,23 @@ pub struct ToolCall {
     digests: [Option<u64>; FIELDS.len()],
     /// Completed or failed: its rawInput was compacted too.
     pub finished: bool,
+    /// A message gave a field a value of a type the schema refuses (`content: "x"`, `kind: 5`).
+    /// Clients read such a value differently (typed ones built on the schema crate as "unchanged",
+    /// others as the new value), so what a client shows of this call is unknown. Sticky: the
+    /// field and why.
+    pub ambiguous: Option<String>,
+    /// A `null` cleared `content` or `locations` (v2 clears; the v1 crate reads `null` as
+    /// "unchanged"): under v1 what a client shows of this call is unknown.
+    pub cleared_by_null: bool,
+}
+
+/// The type the schema gives each field (`None`: any JSON value).
+fn well_typed(name: &str, value: &Value) -> bool {
+    match name {
+        "title" | "kind" | "status" => value.is_string() || value.is_null(),
+        "content" | "locations" => value.is_array() || value.is_null(),
+        _ => true,
+    }
 }
 
 impl ToolCall {
@@ -156,6 +173,14 @@ impl ToolCall {
             let Some(incoming) = update.get(*name) else {
                 continue;
             };
+            if !well_typed(name, incoming) && self.ambiguous.is_none() {
+                self.ambiguous = Some(format!(
+                    "`{name}` was given {incoming}, which clients read differently"
+                ));
+            }
+            if incoming.is_null() && matches!(*name, "content" | "locations") {
+                self.cleared_by_null = true;
+            }
             let next = (!incoming.is_null()).then(|| digest(incoming));
             if self.digests[i] != next || (next.is_some() && self.fields[i].is_none()) {
                 self.digests[i] = next;

@@ -286,6 +286,7 @@ fn what_a_subject_or_a_v2_diff_hides_is_still_judged() {
                 json!([{"type": "diff", "changes": [{"operation": "modify", "path": lib}]}, {"type": "_custom", "path": "/etc/shadow"}]),
             ),
         ),
+        ("content of the wrong type", edit_with(json!("x"))),
         (
             "v1 path beside v2 changes",
             edit_with(
