@@ -391,9 +391,12 @@ fn nested_paths<'a>(value: &'a Value, depth: usize, out: &mut Vec<&'a str>) -> b
     true
 }
 
-/// Where a command says it runs: rawInput's working-directory keys, and gemini-cli's
-/// `[current working directory DIR]` at the start of its content text. `Err(key)` for a value
-/// that is not a string.
+/// Where a command says it runs: rawInput's working-directory keys, and the directory gemini-cli
+/// (and Qwen Code's titles) put at the start of a shell call's content text: `[current working
+/// directory DIR]` (the agent's cwd) or `[in DIR]` (the tool's `dir_path`, maybe relative). A
+/// content text that opens with another bracketed form naming a path, or whose directory cannot
+/// be told apart from what follows it (a `]` inside), cannot be placed: `Err(key)`, as for a
+/// value that is not a string, so the call is never allowed on the session's cwd.
 pub fn workdirs(raw_input: Option<&Value>, content: Option<&Value>) -> Vec<Result<String, String>> {
     let mut out = Vec::new();
     if let Some(input) = raw_input.and_then(Value::as_object) {
@@ -410,16 +413,80 @@ pub fn workdirs(raw_input: Option<&Value>, content: Option<&Value>) -> Vec<Resul
             .get("content")
             .and_then(|c| c.get("text"))
             .and_then(Value::as_str);
-        if let Some(rest) = text.and_then(|t| t.strip_prefix("[current working directory ")) {
-            // No closing bracket (a directory longer than the text kept): unknowable.
-            out.push(
-                rest.split_once(']')
-                    .map(|(dir, _)| dir.to_owned())
-                    .ok_or_else(|| "content[].content.text".to_owned()),
-            );
+        if let Some(found) = text.and_then(bracketed_directory) {
+            out.push(found.map_err(|()| "content[].content.text".to_owned()));
         }
     }
     out
+}
+
+/// The directory a content text opens with (see [`workdirs`]); `None` when it opens with no
+/// bracketed form, `Err` when the form or its end cannot be read.
+fn bracketed_directory(text: &str) -> Option<Result<String, ()>> {
+    let rest = text.strip_prefix('[')?;
+    let Some(rest) = ["current working directory ", "in "]
+        .iter()
+        .find_map(|form| rest.strip_prefix(form))
+    else {
+        // Another bracketed opening: a form this version does not know if it names a path.
+        let head = rest.split(']').next().unwrap_or(rest);
+        return head
+            .split_whitespace()
+            .any(|word| word.starts_with(['/', '~', '.']))
+            .then_some(Err(()));
+    };
+    // The directory ends at the `]` followed by the end or ` (description)` (once a trailing
+    // ` [background]` is set aside); more than one such `]` (a directory with `]` in it) is
+    // ambiguous, none is a cut text.
+    let rest = rest.strip_suffix(" [background]").unwrap_or(rest);
+    let ends: Vec<usize> = rest
+        .match_indices(']')
+        .map(|(i, _)| i)
+        .filter(|&i| {
+            let after = &rest[i + 1..];
+            after.is_empty() || after.starts_with(" (")
+        })
+        .collect();
+    Some(match ends.as_slice() {
+        [end] if !rest[..*end].contains(']') => Ok(rest[..*end].to_owned()),
+        _ => Err(()),
+    })
+}
+
+#[cfg(test)]
+mod workdir_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn dirs(text: &str) -> Vec<Result<String, String>> {
+        workdirs(
+            None,
+            Some(&json!([{"type": "content", "content": {"type": "text", "text": text}}])),
+        )
+    }
+
+    /// Gemini CLI's two forms (its shell tool's `getContextualDetails`), and what is unreadable.
+    #[test]
+    fn gemini_directory_forms_are_read_or_refused() {
+        assert_eq!(
+            dirs("[current working directory /home/user/project] (Run: ls -la)"),
+            [Ok("/home/user/project".to_owned())]
+        );
+        assert_eq!(
+            dirs("[in /tmp/attacker] (Run the tests)"),
+            [Ok("/tmp/attacker".to_owned())]
+        );
+        assert_eq!(dirs("[in src] [background]"), [Ok("src".to_owned())]);
+        // A `]` inside the directory: `/p]/../../etc` must not be read as `/p`.
+        assert!(dirs("[in /p]/../../etc] (x)")[0].is_err());
+        assert!(dirs("[in /p] (x)] (y)")[0].is_err());
+        // Cut before its end, or a form not known that names a path.
+        assert!(dirs("[in /very/long/cut").first().unwrap().is_err());
+        assert!(dirs("[working dir /etc] (Run: ls)")[0].is_err());
+        // Text that opens with brackets but names no path is not a directory.
+        assert!(dirs("[background] done").is_empty());
+        assert!(dirs("Ran `ls`").is_empty());
+    }
 }
 
 /// Escapes a substituted value (`${cwd}`, `${home}`) for a glob pattern, so that a directory
