@@ -75,13 +75,14 @@ fn is_volatile(key: &str) -> bool {
         || lower.ends_with("_ms")
 }
 
-/// `value` without its volatile keys, and `cwd` written `<cwd>` in its strings.
+/// `value` without its volatile keys, and `cwd` written `<cwd>` in its strings: values and
+/// object keys (Codex names the files it edits as keys: `rawInput.changes["/abs/p/a.py"]`).
 pub fn stable(value: &Value, cwd: Option<&str>) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .filter(|(k, _)| !is_volatile(k))
-                .map(|(k, v)| (k.clone(), stable(v, cwd)))
+                .map(|(k, v)| (relative(k, cwd), stable(v, cwd)))
                 .collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(|v| stable(v, cwd)).collect()),
@@ -404,6 +405,24 @@ pub fn render(a: &Shape, b: &Shape, differences: &[Difference]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Codex's edit (its real rawInput shape): the file it edits is a key of `changes`. The same
+    /// session recorded in two projects reads the same.
+    #[test]
+    fn paths_in_object_keys_are_written_relative_to_the_cwd() {
+        let raw_input = |project: &str| {
+            serde_json::json!({"call_id": "call_1", "changes": {
+                format!("{project}/hello.py"): {"type": "update", "unified_diff": "@@ -1 +1 @@\n", "move_path": null}
+            }})
+        };
+        let recorded = stable(&raw_input("/home/user/project"), Some("/home/user/project"));
+        let live = stable(&raw_input("/tmp/live"), Some("/tmp/live"));
+        assert_eq!(recorded, live);
+        assert!(
+            recorded["changes"].get("<cwd>/hello.py").is_some(),
+            "{recorded}"
+        );
+    }
 
     #[test]
     fn volatile_fields_are_ignored() {
