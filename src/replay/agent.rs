@@ -73,6 +73,9 @@ pub struct AgentReplayReport {
     /// Why, and how many recorded requests: no divergence, the live client just does not serve
     /// them (ACP v2, or a capability its `initialize` did not advertise).
     pub not_served: Vec<(String, usize)>,
+    /// The signal that ended the replay (the client ended it with SIGTERM, say): an end like
+    /// any other, with the summary and the exit status of what was compared.
+    pub ended_by_signal: Option<i32>,
 }
 
 impl AgentReplayReport {
@@ -94,6 +97,11 @@ impl AgentReplayReport {
             out.push_str(&format!(
                 "  {}\n",
                 crate::terminal::terminal_line(&line, crate::terminal::VALUE_BYTES)
+            ));
+        }
+        if let Some(signal) = self.ended_by_signal {
+            out.push_str(&format!(
+                "  ended by signal {signal}: compared up to there\n"
             ));
         }
         out.push_str(&match self.differences.len() {
@@ -382,13 +390,34 @@ impl<W: Write> Replayer<'_, W> {
         if let Some(message) = self.pending.pop_front() {
             return Ok(Incoming::Line(message));
         }
-        let Ok(message) = self.incoming.recv() else {
-            return Ok(Incoming::Closed);
+        let message = loop {
+            self.signalled()?;
+            match self.incoming.recv_timeout(SIGNAL_LOOK) {
+                Ok(message) => break message,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Ok(Incoming::Closed);
+                }
+            }
         };
         Ok(match self.take_in(message)? {
             Some(message) => Incoming::Line(message),
             None => Incoming::Handled,
         })
+    }
+
+    /// A signal asked the replay to end: noted in the report, and an `Err` that ends the play
+    /// (the summary follows, not as an error).
+    fn signalled(&mut self) -> anyhow::Result<()> {
+        let signal = ENDING_SIGNAL.load(std::sync::atomic::Ordering::SeqCst);
+        if signal == 0 {
+            return Ok(());
+        }
+        if self.report.ended_by_signal.is_none() {
+            say(&format!("ended by signal {signal}: the summary follows"));
+            self.report.ended_by_signal = Some(signal);
+        }
+        bail!("ended by signal {signal}")
     }
 
     /// Serves at once what a client may send at any point: cancels, and under v2
@@ -523,6 +552,7 @@ impl<W: Write> Replayer<'_, W> {
 
     /// Takes in what the client sent meanwhile, without waiting: a cancel is noted at once.
     fn look(&mut self) -> anyhow::Result<()> {
+        self.signalled()?;
         loop {
             match self.incoming.try_recv() {
                 Ok(message) => {
@@ -1160,6 +1190,7 @@ pub fn replay_as_agent(
             }
         }
     });
+    watch_signals();
     let version = negotiated_version(script);
     let mut gate = Gate::new(allow);
     gate.served.version = version;
@@ -1189,11 +1220,46 @@ pub fn replay_as_agent(
         report: AgentReplayReport::default(),
         stopped: false,
     };
+    let played = play(&mut replayer, script);
+    match played {
+        Ok(()) => Ok(replayer.report),
+        // A signal ends the replay where it was (a pipe may be gone already): the summary of
+        // what was compared, not an error.
+        Err(_) if replayer.report.ended_by_signal.is_some() => Ok(replayer.report),
+        Err(error) => Err(error),
+    }
+}
+
+/// The signal (SIGTERM, SIGINT, SIGHUP) that asked the replay to end; 0 while none did.
+static ENDING_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// How often a replay waiting on the client looks for [`ENDING_SIGNAL`].
+const SIGNAL_LOOK: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Notes a SIGTERM, SIGINT or SIGHUP in [`ENDING_SIGNAL`], so the replay ends where it is with
+/// its summary. A replay that does not look within 3 s (waiting out the recorded timing) exits
+/// with the signal's status.
+fn watch_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            ENDING_SIGNAL.store(signal, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
+/// Plays the script, then serves the client until it leaves.
+fn play<W: Write>(replayer: &mut Replayer<'_, W>, script: &[ScriptLine]) -> anyhow::Result<()> {
     let mut previous_ts = script.first().map(|l| l.ts).unwrap_or(0);
     let mut at = 0;
     while at < script.len() {
         if replayer.stopped {
-            return Ok(replayer.report);
+            return Ok(());
         }
         replayer.look()?;
         if replayer.cancelled() {
@@ -1300,7 +1366,7 @@ pub fn replay_as_agent(
             replayer.refuse(&live, ended)?;
         }
     }
-    Ok(replayer.report)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1319,3 +1319,32 @@ fn replay_as_client_gives_the_agent_no_recorded_mcp_server_or_fence_widening() {
         );
     }
 }
+
+/// A client that ends the replayed agent with SIGTERM (the Python SDK's example client does, on
+/// every run) still gets the summary and the documented exit status (0: no divergence so far),
+/// not a death by signal.
+#[test]
+fn a_replay_ended_by_sigterm_gives_its_summary_and_exit_status() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let mut child = replay_as_agent(&sb, &[]);
+    let mut to_agent = child.stdin.take().unwrap();
+    let mut from_agent = BufReader::new(child.stdout.take().unwrap());
+    to_agent
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n")
+        .unwrap();
+    let mut line = String::new();
+    from_agent.read_line(&mut line).unwrap();
+    assert!(line.contains("\"result\""), "{line}");
+    // The replay now waits for the client's next request; the client ends it.
+    let pid = child.id() as i32;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let output = finish(child, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("ended by signal 15") && stderr.contains("no divergence"),
+        "{stderr}"
+    );
+    drop(to_agent);
+}
