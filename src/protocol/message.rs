@@ -177,6 +177,23 @@ fn parse_large(line: &[u8]) -> Option<Message> {
 
 /// Classifies one line (with or without its line ending).
 pub fn parse_line(line: &[u8]) -> Message {
+    classify(line, decode)
+}
+
+/// [`parse_line`], and whether the line names a key twice in one object, in the same single
+/// parse (the policy tap's reading: peers disagree on such a line).
+pub fn parse_line_noting_duplicates(line: &[u8]) -> (Message, bool) {
+    let mut duplicates = false;
+    let message = classify(line, |text| {
+        let (value, found) = decode_noting_duplicates(text)?;
+        duplicates = found;
+        Some(value)
+    });
+    (message, duplicates)
+}
+
+/// Classifies one line, its JSON read by `decode`.
+fn classify(line: &[u8], mut decode: impl FnMut(&[u8]) -> Option<Value>) -> Message {
     let invalid = Message {
         kind: MessageKind::Invalid,
         id: None,
@@ -212,13 +229,32 @@ pub fn parse_line(line: &[u8]) -> Message {
 /// Parses JSON as the peers do. Strict first; when that fails, once more with what JavaScript
 /// and Python accept and serde_json does not: invalid UTF-8 (as U+FFFD), a lone UTF-16 surrogate escape (`"\ud83d"`, read
 /// as U+FFFD) and Python's `NaN`, `Infinity` and `-Infinity` (read as `null`). Duplicate keys
-/// need nothing: serde_json, `JSON.parse` and Python's `json` all keep the last one.
+/// resolve to the last, as serde_json, `JSON.parse` and Python's `json` read them (typed Rust
+/// structs refuse them: [`decode_noting_duplicates`] tells).
 pub fn decode(text: &[u8]) -> Option<Value> {
-    let strict_then_lenient = |text: &[u8]| {
-        serde_json::from_slice(text)
-            .ok()
-            .or_else(|| serde_json::from_slice(&leniently(text)?).ok())
-    };
+    decode_with(text, |text| serde_json::from_slice(text).ok())
+}
+
+/// [`decode`], and whether an object in the text names a key twice; `None` when it cannot be
+/// read at all.
+pub fn decode_noting_duplicates(text: &[u8]) -> Option<(Value, bool)> {
+    decode_with(text, |text| {
+        let mut de = serde_json::Deserializer::from_slice(text);
+        let read = serde::de::DeserializeSeed::deserialize(NotingDuplicates, &mut de).ok()?;
+        de.end().ok()?;
+        Some(read)
+    })
+}
+
+/// Whether a JSON text names a key twice in one object, read as [`decode`] reads it.
+pub fn has_duplicate_keys(text: &[u8]) -> Option<bool> {
+    decode_noting_duplicates(text).map(|(_, found)| found)
+}
+
+/// Strict `parse`, then `parse` of the text made lenient, then of its lossy UTF-8 (see
+/// [`decode`]).
+fn decode_with<T>(text: &[u8], parse: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
+    let strict_then_lenient = |text: &[u8]| parse(text).or_else(|| parse(&leniently(text)?));
     strict_then_lenient(text).or_else(|| {
         // Node decodes its input with replacement characters for invalid UTF-8.
         let lossy = String::from_utf8_lossy(text);
@@ -228,76 +264,68 @@ pub fn decode(text: &[u8]) -> Option<Value> {
     })
 }
 
-/// Whether a JSON text names a key twice in one object, read as [`decode`] reads it (strict,
-/// then leniently); `None` when it cannot be read at all. Peers disagree on such a line (most
-/// keep the last value, typed Rust structs refuse it), so the policy never answers one.
-pub fn has_duplicate_keys(text: &[u8]) -> Option<bool> {
-    let strict_then_lenient = |text: &[u8]| scan(text).or_else(|| scan(&leniently(text)?));
-    strict_then_lenient(text).or_else(|| {
-        let lossy = String::from_utf8_lossy(text);
-        matches!(lossy, std::borrow::Cow::Owned(_))
-            .then(|| strict_then_lenient(lossy.as_bytes()))
-            .flatten()
-    })
-}
-
-/// [`has_duplicate_keys`] of one text, `None` if it is not JSON.
-fn scan(text: &[u8]) -> Option<bool> {
-    let mut de = serde_json::Deserializer::from_slice(text);
-    let found = serde::de::DeserializeSeed::deserialize(DuplicateKeys, &mut de).ok()?;
-    de.end().ok()?;
-    Some(found)
-}
-
-/// Walks a JSON value, answering whether any object in it repeats a key.
+/// Builds a JSON value as serde_json does (the last of a repeated key wins) and notes whether
+/// any object repeated a key.
 #[derive(Clone, Copy)]
-struct DuplicateKeys;
+struct NotingDuplicates;
 
-impl<'de> serde::de::DeserializeSeed<'de> for DuplicateKeys {
-    type Value = bool;
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+impl<'de> serde::de::DeserializeSeed<'de> for NotingDuplicates {
+    type Value = (Value, bool);
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<(Value, bool), D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for DuplicateKeys {
-    type Value = bool;
+impl<'de> serde::de::Visitor<'de> for NotingDuplicates {
+    type Value = (Value, bool);
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("JSON")
     }
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
+    fn visit_bool<E>(self, b: bool) -> Result<(Value, bool), E> {
+        Ok((Value::Bool(b), false))
     }
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
+    fn visit_i64<E>(self, n: i64) -> Result<(Value, bool), E> {
+        Ok((Value::from(n), false))
     }
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
+    fn visit_u64<E>(self, n: u64) -> Result<(Value, bool), E> {
+        Ok((Value::from(n), false))
     }
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
+    fn visit_f64<E>(self, n: f64) -> Result<(Value, bool), E> {
+        Ok((Value::from(n), false))
     }
-    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
+    fn visit_str<E>(self, s: &str) -> Result<(Value, bool), E> {
+        Ok((Value::String(s.to_owned()), false))
     }
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(false)
+    fn visit_string<E>(self, s: String) -> Result<(Value, bool), E> {
+        Ok((Value::String(s), false))
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        let mut found = false;
-        while let Some(inner) = seq.next_element_seed(self)? {
+    fn visit_unit<E>(self) -> Result<(Value, bool), E> {
+        Ok((Value::Null, false))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> Result<(Value, bool), A::Error> {
+        let (mut items, mut found) = (Vec::new(), false);
+        while let Some((item, inner)) = seq.next_element_seed(self)? {
+            items.push(item);
             found |= inner;
         }
-        Ok(found)
+        Ok((Value::Array(items), found))
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        let mut keys = std::collections::HashSet::new();
-        let mut found = false;
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<(Value, bool), A::Error> {
+        let (mut object, mut found) = (serde_json::Map::new(), false);
         while let Some(key) = map.next_key::<String>()? {
-            found |= !keys.insert(key);
-            found |= map.next_value_seed(self)?;
+            let (value, inner) = map.next_value_seed(self)?;
+            found |= inner | object.insert(key, value).is_some();
         }
-        Ok(found)
+        Ok((Value::Object(object), found))
     }
 }
 
@@ -505,6 +533,12 @@ mod tests {
             Some(true)
         );
         assert_eq!(has_duplicate_keys(b"not json"), None);
+        // The value is decode's, the last of a repeated key winning.
+        let text = br#"{"a":[1,-2,3.5,"x",null,true],"b":{"c":1,"c":{"d":"\ud83d"}}}"#;
+        let (value, found) = decode_noting_duplicates(text).unwrap();
+        assert_eq!((Some(value), found), (decode(text), true));
+        let (message, found) = parse_line_noting_duplicates(br#"{"id":1,"method":"m","id":2}"#);
+        assert_eq!((message.id.as_deref(), found), (Some("2"), true));
     }
 
     #[test]

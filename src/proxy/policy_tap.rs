@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::pump::{Disposition, LineTap};
 use crate::policy::{Context, Decision, DecisionInput, Policy};
-use crate::protocol::message::has_duplicate_keys;
+use crate::protocol::message::parse_line_noting_duplicates;
 use crate::protocol::{Direction, Message, MessageKind, SessionState, parse_line};
 use crate::record::{Annotation, PolicyNote};
 
@@ -106,10 +106,10 @@ impl LineTap for PolicyTap {
         if !relevant {
             return Disposition::Forward(Annotation::default());
         }
-        let msg = parse_line(line);
         // A key named twice: peers read such a line differently (most keep the last value, typed
-        // Rust structs refuse it), so what the client shows is unknown here.
-        let ambiguous = has_duplicate_keys(line) == Some(true);
+        // Rust structs refuse it), so what the client shows is unknown here. Noted in the one
+        // parse of the line.
+        let (msg, ambiguous) = parse_line_noting_duplicates(line);
         if msg.value.is_none() && msg.kind != MessageKind::Batch && !line.trim_ascii().is_empty() {
             self.cannot_read(line);
         } else if msg.kind == MessageKind::Request
