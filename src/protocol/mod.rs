@@ -6,6 +6,7 @@
 
 pub mod conversation;
 pub mod message;
+pub mod relocate;
 pub mod state;
 pub mod toolcall;
 pub mod version;

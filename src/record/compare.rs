@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use super::Reader;
 use super::queries::{self, SessionRef};
 use crate::protocol::conversation::{ChatMessage, Conversation, Role};
+use crate::protocol::relocate::Relocation;
 
 /// What is compared of one session.
 #[derive(Debug, Clone, Serialize)]
@@ -91,12 +92,12 @@ pub fn stable(value: &Value, cwd: Option<&str>) -> Value {
     }
 }
 
-/// `text` with `cwd` (and what follows a `/` after it) written `<cwd>`.
+/// `text` with `cwd` written `<cwd>` wherever it stands as a path (see
+/// [`crate::protocol::relocate`], the one mapping replay also uses).
 fn relative(text: &str, cwd: Option<&str>) -> String {
-    match cwd.filter(|c| c.len() > 1) {
-        Some(cwd) => text.replace(cwd.trim_end_matches('/'), "<cwd>"),
-        None => text.to_owned(),
-    }
+    cwd.and_then(|cwd| Relocation::new(cwd, "<cwd>"))
+        .and_then(|relocation| relocation.text(text))
+        .unwrap_or_else(|| text.to_owned())
 }
 
 /// The text of a prompt: its text blocks, joined.

@@ -20,7 +20,9 @@
 //!     `--run-recorded-commands`, a terminal only in the live cwd;
 //!   - `elicitation/create` never in URL mode (a replay does not make the client open a URL);
 //!   - `session/update` and `session/request_permission`: the paths ACP defines (locations, a
-//!     diff's path) moved to the live cwd, none outside;
+//!     diff's path) moved to the live cwd, none outside; the recorded cwd written as the live
+//!     one in all the client only shows (titles, rawInput, output, object keys), with the one
+//!     mapping `acptap diff` uses ([`crate::protocol::relocate`]);
 //!   - any other method (extension methods included): every string in the message that names
 //!     a path (a word starting with `/`, `~`, `\`, `..`, a drive letter) must lie under a
 //!     recorded cwd, and is moved to the live one;
@@ -41,6 +43,7 @@ use serde_json::{Map, Value};
 
 use super::{lexical, resolved_on_disk};
 use crate::protocol::message::decode;
+use crate::protocol::relocate::Relocation;
 use crate::protocol::version::Version;
 
 /// The methods with which the live client runs something on the machine.
@@ -396,7 +399,7 @@ impl Gate {
                 {
                     moved |= self.named_path(cwd, true)?;
                 }
-                Ok(moved)
+                Ok(self.relocate_shown(object) | moved)
             }
             "session/request_permission" => {
                 let Some(Value::Object(params)) = object.get_mut("params") else {
@@ -417,7 +420,7 @@ impl Gate {
                         moved |= self.named_path(cwd, true)?;
                     }
                 }
-                Ok(moved)
+                Ok(self.relocate_shown(object) | moved)
             }
             "elicitation/create"
                 if object.get("params").is_some_and(|p| {
@@ -438,6 +441,34 @@ impl Gate {
                 Ok(moved)
             }
         }
+    }
+
+    /// What the client only shows (titles, rawInput, rawOutput, text content, object keys such
+    /// as Codex's `rawInput.changes["/abs/p/a.py"]`) with the recorded cwd written as the live
+    /// one, as the agent would have written it in the live project. The paths the client acts
+    /// on were moved and judged already, and a file's text (a diff's `oldText`, `newText`) is
+    /// the file's: both stay as they are.
+    fn relocate_shown(&self, object: &mut Map<String, Value>) -> bool {
+        let judged = |keys: &[&str]| {
+            matches!(
+                keys,
+                [.., "locations", "path"]
+                    | [.., "content", "path"]
+                    | [.., "oldText" | "newText"]
+                    | [.., "update" | "subject", "cwd"]
+            )
+        };
+        let mut moved = false;
+        for (recorded, live) in &self.cwds {
+            if let Some(relocation) =
+                Relocation::new(recorded, if live.is_empty() { "/" } else { live })
+            {
+                for value in object.values_mut() {
+                    moved |= relocation.value_except(value, &judged);
+                }
+            }
+        }
+        moved
     }
 
     /// The paths ACP defines in a tool call (its `locations`, a diff's `path` in its `content`),
@@ -916,6 +947,35 @@ mod tests {
 
     fn sent(judged: &Judged) -> Value {
         serde_json::from_slice(judged.bytes.as_deref().expect("something sent")).unwrap()
+    }
+
+    /// Real agents' lines (Codex's edit and command requests, Qwen Code's read, Gemini CLI's
+    /// shell call), recorded in `/rec/proj`: the live client sees the live cwd everywhere, keys
+    /// and free text included, and the file's text unchanged.
+    #[test]
+    fn what_the_client_shows_names_the_live_cwd_not_the_recorded_one() {
+        let mut g = Gate::new(Allowances::default());
+        g.cwds.push(("/rec/proj".into(), "/live/p".into()));
+        let lines = include_str!("../../tests/fixtures/real_peers/replay_as_agent_paths.jsonl");
+        assert_eq!(lines.lines().count(), 4);
+        for line in lines.lines() {
+            assert!(line.contains("/rec/proj"), "{line}");
+            let sent = sent(&g.judge(line.as_bytes())).to_string();
+            assert!(!sent.contains("/rec/proj"), "{sent}");
+            assert!(sent.contains("/live/p"), "{sent}");
+        }
+        let codex_edit = sent(&g.judge(lines.lines().next().unwrap().as_bytes()));
+        let call = &codex_edit["params"]["toolCall"];
+        assert_eq!(call["title"], "Edit /live/p/hello.py");
+        assert!(call["rawInput"]["changes"]["/live/p/hello.py"].is_object());
+        assert_eq!(call["content"][0]["path"], "/live/p/hello.py");
+        assert_eq!(call["content"][0]["newText"], "print(\"Hello, ACP\")\n");
+        // A file's text is the file's: a recorded path inside it is not rewritten.
+        let diff = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c","content":[{"type":"diff","path":"/rec/proj/a.cfg","oldText":"root=/rec/proj","newText":"root=/rec/proj/x"}]}}}"#;
+        let update = &sent(&g.judge(diff))["params"]["update"];
+        assert_eq!(update["content"][0]["path"], "/live/p/a.cfg");
+        assert_eq!(update["content"][0]["oldText"], "root=/rec/proj");
+        assert_eq!(update["content"][0]["newText"], "root=/rec/proj/x");
     }
 
     #[test]
