@@ -46,10 +46,14 @@ def main():
     conn, complete = conns[0]
     notes = []
     if complete != 1:
-        # acpx ends its agent with SIGTERM and, 1.5 s later, SIGKILL to the whole process group,
-        # acptap included: a connection cut so is not complete, but must have lost no line.
-        summary = json.load(open(f"{out}/summary.json"))
-        if summary.get("agent_side_killed"):
+        # acpx and the Rust SDK end their agent with SIGTERM and, 1.5 s or 3 s later, SIGKILL to
+        # the whole process group, acptap included: an agent slower to exit outlives acptap, and
+        # the connection is not marked complete, but no line may be missing. The client-side
+        # shim, in that group too, then wrote no exit record.
+        killed = not any(
+            json.loads(r).get("event") == "exit" for r in open(f"{out}/client_side.jsonl", encoding="utf-8")
+        )
+        if killed:
             notes.append("killed by the client before it could mark the connection complete")
         else:
             problems.append("the connection is not marked complete")

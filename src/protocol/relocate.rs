@@ -53,7 +53,7 @@ impl Relocation {
             let after = text[end..].chars().next();
             let starts = match before {
                 None => true,
-                Some('/') => text[..at].ends_with("file://"),
+                Some('/') => is_path_prefix(&text[..at]),
                 Some(c) => !is_name_char(c),
             };
             let ends = after.is_none_or(|c| c == '/' || !is_name_char(c));
@@ -131,6 +131,19 @@ impl Relocation {
     }
 }
 
+/// Whether the word that `before` ends with, followed by an absolute path, still names that
+/// path: a `file://` URI, git's `a/` and `b/` in a diff header (`+++ b//abs/p/a.py`), or a
+/// doubled slash. Any other directory in front makes it another path (`/x` + `/rec/proj`).
+fn is_path_prefix(before: &str) -> bool {
+    let word = before
+        .rfind(|c: char| !is_name_char(c) && c != '/' && c != ':')
+        .map_or(before, |at| &before[at + 1..]);
+    let word = word.as_bytes();
+    word == b"file://"
+        || word == b"/"
+        || (word.len() == 2 && word[0].is_ascii_alphabetic() && word[1] == b'/')
+}
+
 /// A character that continues a file name: the directory `/p` is not the start of `/proj`.
 fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '+' | '@' | '%')
@@ -160,6 +173,12 @@ mod tests {
             "\"/live/p/a\" and '/live/p'"
         );
         assert_eq!(moved("cd /rec/proj && ls"), "cd /live/p && ls");
+        // fast-agent's unified diff header names the absolute path after git's `b/`.
+        assert_eq!(
+            moved("--- a//rec/proj/a.py\n+++ b//rec/proj/a.py"),
+            "--- a//live/p/a.py\n+++ b//live/p/a.py"
+        );
+        assert_eq!(moved("x //rec/proj/a"), "x //live/p/a");
     }
 
     #[test]
@@ -167,6 +186,8 @@ mod tests {
         assert_eq!(moved("/rec/proj-old/a"), "/rec/proj-old/a");
         assert_eq!(moved("/rec/project"), "/rec/project");
         assert_eq!(moved("/x/rec/proj/a"), "/x/rec/proj/a");
+        assert_eq!(moved("ab//rec/proj/a"), "ab//rec/proj/a");
+        assert_eq!(moved("/a//rec/proj/a"), "/a//rec/proj/a");
         assert_eq!(moved("/rec/proj.bak"), "/rec/proj.bak");
     }
 
