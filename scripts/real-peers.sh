@@ -109,20 +109,21 @@ cell_policy() {
     || { echo "session-failed"; return; }
   transparent "$d/pol" || { echo "not-transparent"; return; }
   "$PY" "$VERIFY" "$d/pol" "$d/pol.db" > "$d/pol-verify.txt" 2>&1 || { echo "recording-differs"; return; }
-  # every request the policy allowed: its tool call ended completed
+  # every request the policy allowed: its tool call completed; every one it rejected: its call did not
   "$PY" - "$d/pol.db" <<'PYEOF'
 import sqlite3, sys
 con = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
-rows = con.execute("""SELECT p.tool_call_id, t.status FROM permission_requests p
+rows = con.execute("""SELECT p.tool_call_id, p.option_kind, t.status FROM permission_requests p
   LEFT JOIN tool_calls t ON t.connection_id = p.connection_id AND t.tool_call_id = p.tool_call_id
-  WHERE p.decided_by = 'policy' AND p.option_kind LIKE 'allow%'""").fetchall()
-asked = con.execute("SELECT count(*) FROM permission_requests").fetchone()[0]
-bad = [r for r in rows if r[1] != "completed"]
+  WHERE p.connection_id = 1 AND p.decided_by = 'policy'""").fetchall()
+asked = con.execute("SELECT count(*) FROM permission_requests WHERE connection_id = 1").fetchone()[0]
+allowed = [r for r in rows if (r[1] or "").startswith("allow")]
+bad = [r for r in allowed if r[2] != "completed"] + [r for r in rows if r not in allowed and r[2] == "completed"]
 if asked and not rows:
     print("policy-answered-none"); sys.exit(1)
 if bad:
-    print("allowed-not-completed:" + ",".join(str(b[0]) for b in bad)); sys.exit(1)
-print(f"ok {len(rows)}/{asked}")
+    print("answer-not-taken:" + ",".join(f"{b[0]}={b[1]}/{b[2]}" for b in bad)); sys.exit(1)
+print(f"ok {len(allowed)}+{len(rows) - len(allowed)}/{asked}")
 PYEOF
 }
 

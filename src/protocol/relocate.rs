@@ -38,30 +38,46 @@ impl Relocation {
     /// `text` with each occurrence of the directory that stands as a path of its own moved:
     /// `from` itself or `from/...`, not `from-old/...` nor `/x/from/...` (a `file://` URI's
     /// path excepted). `None` when nothing moved.
+    ///
+    /// A text that ends inside the directory's last name (an agent streaming its tool's input
+    /// shows `ReadFile: /abs/pr` before `ReadFile: /abs/proj/a.py`) has that fragment moved too,
+    /// as long as the whole parent directory is in it: it can be the start of no other path.
     pub fn text(&self, text: &str) -> Option<String> {
-        if self.from == self.to || !text.contains(self.from.as_str()) {
+        let parent = &self.from[..=self.from.rfind('/').unwrap_or(0)];
+        if self.from == self.to || !text.contains(parent) {
             return None;
         }
         let mut out = String::with_capacity(text.len());
         let mut last = 0;
+        let starts_a_path = |at: usize| match text[..at].chars().next_back() {
+            None => true,
+            Some('/') => is_path_prefix(&text[..at]),
+            Some(c) => !is_name_char(c),
+        };
         for (at, _) in text.match_indices(self.from.as_str()) {
             if at < last {
                 continue; // overlapping match inside one already moved
             }
             let end = at + self.from.len();
-            let before = text[..at].chars().next_back();
             let after = text[end..].chars().next();
-            let starts = match before {
-                None => true,
-                Some('/') => is_path_prefix(&text[..at]),
-                Some(c) => !is_name_char(c),
-            };
             let ends = after.is_none_or(|c| c == '/' || !is_name_char(c));
-            if starts && ends {
+            if starts_a_path(at) && ends {
                 out.push_str(&text[last..at]);
                 out.push_str(&self.to);
                 last = end;
             }
+        }
+        if parent.len() > 1
+            && let Some(at) = text.rfind(parent)
+            && at >= last
+            && text.len() - at > parent.len()
+            && self.from.starts_with(&text[at..])
+            && text.len() - at < self.from.len()
+            && starts_a_path(at)
+        {
+            out.push_str(&text[last..at]);
+            out.push_str(&self.to);
+            return Some(out);
         }
         if last == 0 {
             return None;
@@ -179,6 +195,19 @@ mod tests {
             "--- a//live/p/a.py\n+++ b//live/p/a.py"
         );
         assert_eq!(moved("x //rec/proj/a"), "x //live/p/a");
+    }
+
+    #[test]
+    fn a_text_cut_inside_the_directory_name_is_moved_whole() {
+        // kimi-cli streams its tool's input: the title is cut mid-name, then completed.
+        assert_eq!(moved("ReadFile: /rec/pr"), "ReadFile: /live/p");
+        assert_eq!(moved("{\"path\": \"/rec/proj"), "{\"path\": \"/live/p");
+        // Not without the whole parent, not past the name, and never from the root.
+        assert_eq!(moved("ReadFile: /re"), "ReadFile: /re");
+        assert_eq!(moved("ReadFile: /rec/"), "ReadFile: /rec/");
+        assert_eq!(moved("ReadFile: /rec/px"), "ReadFile: /rec/px");
+        let top = Relocation::new("/rec", "/live").unwrap();
+        assert_eq!(top.text("ls /r"), None);
     }
 
     #[test]
