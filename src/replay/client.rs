@@ -6,13 +6,14 @@
 //! policy from the user's configuration takes part. The replay sends the recorded client
 //! requests in order (session ids mapped to the live ones, `--cwd` in place of the recorded cwd),
 //! sends a recorded cancel (`session/cancel`, `$/cancel_request`, v2's `tool_call/cancel` and
-//! `terminal/cancel`) at the same point of its turn (after as many agent lines as the recording
-//! had, or as much time), and answers the agent's requests from the recording: permission
-//! requests by tool kind and title (v2: by the subject's kind or type and the request's title;
-//! the option of the kind the user chose), fs reads and writes by path (or from the real file
-//! system with `--fs real`), anything else by method. Under ACP v2 (as the live agent and the
-//! recorded client negotiated it) the client serves no `fs/*` or `terminal/*`: such a request of
-//! the live agent is answered method-not-found, and nothing is read or written for it.
+//! `terminal/cancel`) at the same point of its turn (after as many of the turn's agent lines as
+//! the recording had, or as much time; see [`counts_in_turn`]), and answers the agent's requests
+//! from the recording: permission requests by tool kind and title (v2: by the subject's kind or
+//! type and the request's title; the option of the kind the user chose), fs reads and writes by
+//! path (or from the real file system with `--fs real`), anything else by method. Under ACP v2
+//! (as the live agent and the recorded client negotiated it) the client serves no `fs/*` or
+//! `terminal/*`: such a request of the live agent is answered method-not-found, and nothing is
+//! read or written for it.
 //!
 //! A recording is untrusted input. The agent starts the stdio MCP servers a `session/new` (or
 //! `session/load`, `session/resume`, `session/fork`) names: any command. So by default these
@@ -36,7 +37,9 @@ use serde_json::{Value, json};
 
 use super::divergence;
 use super::say;
-use super::script::{ScriptLine, negotiated_version, with_id, with_renamed_strings};
+use super::script::{
+    ScriptLine, counts_in_turn, negotiated_version, with_id, with_renamed_strings,
+};
 use crate::protocol::message::decode;
 use crate::protocol::state::PermissionShapes;
 use crate::protocol::{Direction, Message, MessageKind, SessionState, parse_line};
@@ -131,8 +134,10 @@ struct Driver {
     patience: Duration,
 }
 
-/// A recorded cancel inside a turn, and when to send it: after as many agent lines as the
-/// recording had before it, or as much time after the request, whichever comes first.
+/// A recorded cancel inside a turn, and when to send it: after as many of the turn's agent lines
+/// as the recording had before it (recorded after the request, by `seq`; live, arrived after it
+/// was sent; on both sides only those that [`counts_in_turn`]), or as much time after the
+/// request, whichever comes first.
 #[derive(Clone, Copy)]
 struct InTurnCancel<'a> {
     index: usize,
@@ -393,12 +398,9 @@ impl Driver {
             }
             _ => match self.recorded_answer(live) {
                 // Not in the recording: the real file under the cwd, said on stderr.
-                Reply::Error(why) if method.starts_with("fs/") && path.is_some() => {
+                Reply::Error(_) if method.starts_with("fs/") && path.is_some() => {
                     let path = path.as_deref().expect("checked");
-                    say(&format!(
-                        "{why}: answered from the real file {} instead",
-                        path.display()
-                    ));
+                    say(&self.served_from_real_file(&method, path));
                     self.real_file(&method, path, &params)
                 }
                 reply => reply,
@@ -491,6 +493,23 @@ impl Driver {
             Ok(()) => Reply::Result(json!({})),
             Err(e) => Reply::Error(format!("cannot write {}: {e}", path.display())),
         }
+    }
+
+    /// What stderr says of an `fs/*` request the recording has no answer for: it is served from
+    /// the live path (under `--cwd`), the one the agent asked for, and that is the file named;
+    /// the path the recording was searched for (under the recorded cwd) is named too when it
+    /// differs.
+    fn served_from_real_file(&self, method: &str, live: &Path) -> String {
+        let recorded = self.as_recorded(&live.to_string_lossy());
+        let looked_up = if Path::new(&recorded) == live {
+            String::new()
+        } else {
+            format!(" ({recorded} in the recording)")
+        };
+        format!(
+            "the recording has no answer for this `{method}` request{looked_up}: answered from the real file {} instead",
+            live.display()
+        )
     }
 
     /// A live path under the live cwd, as the recording has it (under the recorded cwd).
@@ -589,6 +608,18 @@ impl Driver {
         }
     }
 
+    /// Handles the agent's lines that arrived before the replay sends its next request: its
+    /// requests are answered, the rest was seen; none is counted as a line of that request's turn
+    /// (the recording counts only the lines after the request, by `seq`).
+    fn handle_what_came_before(&mut self) -> anyhow::Result<()> {
+        while let Ok(message) = self.from_agent.try_recv() {
+            if message.kind == MessageKind::Request {
+                self.answer(&message)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Sends a recorded client request and handles the agent until its answer arrives; for a v2
     /// prompt, until its turn ends too (the session's `idle` `state_update`: the answer only says
     /// the prompt was inserted), unless the answer is an error (then no turn runs). The cancels
@@ -598,6 +629,9 @@ impl Driver {
         line: &ScriptLine,
         cancels: Vec<InTurnCancel>,
     ) -> anyhow::Result<Message> {
+        // What the agent wrote before this request is sent is none of its turn (Gemini CLI's
+        // available commands, written right after `session/new`): handled now, not counted.
+        self.handle_what_came_before()?;
         let bytes = with_renamed_strings(&line.raw, &self.renames);
         self.send(&bytes)?;
         let v2_turn = line.message.method.as_deref() == Some("session/prompt")
@@ -647,7 +681,9 @@ impl Driver {
                     self.patience
                 );
             };
-            agent_lines += 1;
+            if counts_in_turn(&message) {
+                agent_lines += 1;
+            }
             match message.kind {
                 // The answers to a cancel sent in the turn (`tool_call/cancel`) are not waited
                 // for: they come with other ids.
@@ -1053,7 +1089,10 @@ fn recorded_answer_session(script: &[ScriptLine], request_index: usize) -> Optio
 }
 
 /// The cancels recorded before this request's answer (see [`IN_TURN_CANCELS`]), in order, each
-/// with the number of agent lines before it and the time since the request. In a v2 recording a
+/// with the number of the turn's agent lines before it and the time since the request. The
+/// lines counted are those recorded after the request (by `seq`) that
+/// [`counts_in_turn`] (not the session's own reports, which may cross the prompt); the live
+/// side counts by the same rule, from the moment it sends the request. In a v2 recording a
 /// prompt's turn runs on after its answer, to the session's `idle` `state_update`.
 fn cancels_in_turn(script: &[ScriptLine], request_index: usize, v2: bool) -> Vec<InTurnCancel<'_>> {
     let request = &script[request_index];
@@ -1079,7 +1118,8 @@ fn cancels_in_turn(script: &[ScriptLine], request_index: usize, v2: bool) -> Vec
         started |= answers || state.is_some_and(|s| s != "idle");
         match (line.direction, line.message.kind) {
             (Direction::AgentToClient, _) if ends => break,
-            (Direction::AgentToClient, _) => agent_lines += 1,
+            (Direction::AgentToClient, _) if counts_in_turn(&line.message) => agent_lines += 1,
+            (Direction::AgentToClient, _) => {}
             (Direction::ClientToAgent, MessageKind::Notification | MessageKind::Request)
                 if line
                     .message
@@ -1267,6 +1307,46 @@ mod tests {
         );
         // v1: the answer ends the turn.
         assert!(cancels_in_turn(&script, 0, false).is_empty());
+    }
+
+    /// The agent lines before a recorded cancel are the turn's own: recorded after the prompt (by
+    /// seq), the session's reports left out wherever they fall (Gemini CLI's available commands,
+    /// sent after `session/new`, may be recorded after the prompt).
+    #[test]
+    fn a_cancels_point_counts_the_turns_own_lines_only() {
+        let agent = |text: &str| ScriptLine {
+            direction: Direction::AgentToClient,
+            ..script_line(text)
+        };
+        let update = |kind: &str| {
+            agent(&format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"{kind}","content":{{"type":"text","text":"x"}}}}}}}}"#
+            ))
+        };
+        let script = vec![
+            update("available_commands_update"),
+            script_line(
+                r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
+            ),
+            update("available_commands_update"),
+            update("agent_message_chunk"),
+            update("current_mode_update"),
+            script_line(
+                r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#,
+            ),
+            agent(r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled"}}"#),
+        ];
+        let cancels = cancels_in_turn(&script, 1, false);
+        assert_eq!(
+            cancels
+                .iter()
+                .map(|c| (c.index, c.after_lines))
+                .collect::<Vec<_>>(),
+            [(5, 1)]
+        );
+        assert!(!counts_in_turn(&script[0].message));
+        assert!(counts_in_turn(&script[3].message));
+        assert!(counts_in_turn(&script[6].message));
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //! missing or changed (kind, title, status, paths, rawInput), stop reasons, and permission
 //! requests. Both sessions are read by the engine of `acptap diff` (`record::compare`), so
 //! volatile fields (ids, timestamps, `_meta`) are ignored and each session's cwd is written
-//! `<cwd>`; tool calls are then matched by kind and title, as a replay reorders little.
+//! `<cwd>`; tool calls are then paired with the live call that does the same thing (the same
+//! title, else the same command, `rawInput` or paths, else most words of the title in common;
+//! by kind alone only where one call of the kind is left on each side), and what is not paired
+//! is a missing or added call.
 //!
 //! What is compared follows each connection's negotiated protocol version:
 //!
@@ -318,7 +321,7 @@ fn v2_permissions(
 
 /// A session's turns as the comparison engine reads them (`record::compare::shape`: the same
 /// reading as `acptap diff`, each session's cwd written `<cwd>`, volatile fields of `rawInput`
-/// dropped), for the replay's own matching of tool calls by kind and title; the agent text and,
+/// dropped), for the replay's own pairing of tool calls (`pair_calls`); the agent text and,
 /// under v2, the permission requests as the module's comment says.
 fn turns(
     reader: &Reader,
@@ -502,24 +505,14 @@ pub fn compare(
 }
 
 fn compare_calls(turn: usize, recorded: &[Call], live: &[Call], out: &mut Vec<String>) {
-    let mut live_left: Vec<Option<&Call>> = live.iter().map(Some).collect();
-    let mut unmatched = Vec::new();
-    // The same kind and title, in order; then the same kind, in order (a changed title).
-    for was in recorded {
-        match live_left
-            .iter()
-            .position(|c| c.is_some_and(|c| c.kind == was.kind && c.title == was.title))
-        {
-            Some(i) => describe_changes(turn, was, live_left[i].take().expect("some"), out),
-            None => unmatched.push(was),
-        }
-    }
-    for was in unmatched {
-        match live_left
-            .iter()
-            .position(|c| c.is_some_and(|c| c.kind == was.kind))
-        {
-            Some(i) => describe_changes(turn, was, live_left[i].take().expect("some"), out),
+    let pairs = pair_calls(recorded, live);
+    let mut live_paired = vec![false; live.len()];
+    for (was, pair) in recorded.iter().zip(&pairs) {
+        match pair {
+            Some(i) => {
+                live_paired[*i] = true;
+                describe_changes(turn, was, &live[*i], out);
+            }
             None => out.push(format!(
                 "turn {turn}: missing tool call: {} {:?}",
                 terminal_line(&was.kind, NAME_BYTES),
@@ -527,13 +520,158 @@ fn compare_calls(turn: usize, recorded: &[Call], live: &[Call], out: &mut Vec<St
             )),
         }
     }
-    for now in live_left.into_iter().flatten() {
+    for (now, _) in live.iter().zip(live_paired).filter(|(_, paired)| !paired) {
         out.push(format!(
             "turn {turn}: added tool call: {} {:?}",
             terminal_line(&now.kind, NAME_BYTES),
             terminal_line(&now.title, NAME_BYTES)
         ));
     }
+}
+
+/// The live call (index into `live`) that stands for each recorded call, if any. A call is
+/// paired only with one of its kind that does the same thing, surest first:
+///
+/// 1. the same title (the cwd written `<cwd>` on both sides), in order;
+/// 2. the same command (`rawInput.command`), the same `rawInput`, or the same paths, in order;
+/// 3. titles and commands that share most of their words (`touch created_by_agent.txt` and
+///    `touch created_by_agent.txt && echo created`, not `ls -la`), best first;
+/// 4. by kind alone only when that is unambiguous: one call of the kind left on each side.
+///
+/// What is left is a missing (recorded) or added (live) call: two unrelated calls of one kind
+/// are not reported as one call whose title changed.
+fn pair_calls(recorded: &[Call], live: &[Call]) -> Vec<Option<usize>> {
+    let mut pairs: Vec<Option<usize>> = vec![None; recorded.len()];
+    let mut taken = vec![false; live.len()];
+    pair_in_order(recorded, live, &mut pairs, &mut taken, |was, now| {
+        was.title == now.title
+    });
+    pair_in_order(recorded, live, &mut pairs, &mut taken, acts_alike);
+
+    // Shared words, the best pairs first.
+    let mut scored: Vec<(f64, usize, usize)> = Vec::new();
+    for (r, was) in recorded
+        .iter()
+        .enumerate()
+        .filter(|(r, _)| pairs[*r].is_none())
+    {
+        let words = words_of(was);
+        for (i, now) in live.iter().enumerate() {
+            if taken[i] || now.kind != was.kind {
+                continue;
+            }
+            let score = shared_words(&words, &words_of(now));
+            if score > 0.5 {
+                scored.push((score, r, i));
+            }
+        }
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    for (_, r, i) in scored {
+        if pairs[r].is_none() && !taken[i] {
+            taken[i] = true;
+            pairs[r] = Some(i);
+        }
+    }
+
+    // The kind alone, where one call of it is left on each side.
+    for (r, was) in recorded.iter().enumerate() {
+        if pairs[r].is_some() {
+            continue;
+        }
+        let recorded_left = recorded
+            .iter()
+            .enumerate()
+            .filter(|(k, c)| pairs[*k].is_none() && c.kind == was.kind)
+            .count();
+        let live_left: Vec<usize> = (0..live.len())
+            .filter(|&i| !taken[i] && live[i].kind == was.kind)
+            .collect();
+        if let ([i], 1) = (live_left.as_slice(), recorded_left) {
+            taken[*i] = true;
+            pairs[r] = Some(*i);
+        }
+    }
+    pairs
+}
+
+/// Pairs each recorded call not yet paired with the first live call left of its kind for which
+/// `same` holds.
+fn pair_in_order(
+    recorded: &[Call],
+    live: &[Call],
+    pairs: &mut [Option<usize>],
+    taken: &mut [bool],
+    same: impl Fn(&Call, &Call) -> bool,
+) {
+    for (was, pair) in recorded.iter().zip(pairs.iter_mut()) {
+        if pair.is_some() {
+            continue;
+        }
+        if let Some(i) =
+            (0..live.len()).find(|&i| !taken[i] && live[i].kind == was.kind && same(was, &live[i]))
+        {
+            taken[i] = true;
+            *pair = Some(i);
+        }
+    }
+}
+
+/// The command a call runs, as its `rawInput` names it (a string, or an argument list).
+fn command_of(call: &Call) -> Option<String> {
+    match call.raw_input.get("command")? {
+        Value::String(command) => Some(command.clone()),
+        Value::Array(words) => Some(
+            words
+                .iter()
+                .map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    }
+}
+
+/// Whether two calls of one kind act on the same thing: the same command, the same `rawInput`,
+/// or the same paths (none of them empty).
+fn acts_alike(was: &Call, now: &Call) -> bool {
+    let empty = |v: &Value| match v {
+        Value::Null => true,
+        Value::Object(map) => map.is_empty(),
+        _ => false,
+    };
+    match (command_of(was), command_of(now)) {
+        (Some(a), Some(b)) if a == b => return true,
+        _ => {}
+    }
+    (!empty(&was.raw_input) && was.raw_input == now.raw_input)
+        || (!was.paths.is_empty() && was.paths == now.paths)
+}
+
+/// The words of a call's title and command: no bare `<cwd>`, no operator (`&&`, `|`, `=>`), no
+/// quotes or brackets around a word.
+fn words_of(call: &Call) -> std::collections::HashSet<String> {
+    let command = command_of(call).unwrap_or_default();
+    call.title
+        .split_whitespace()
+        .chain(command.split_whitespace())
+        .map(|w| w.trim_matches(|c: char| "\"'`()[]{},;:".contains(c)))
+        .filter(|w| *w != "<cwd>" && w.chars().any(char::is_alphanumeric))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// How much two sets of words share: the words in both, over the smaller set (0 when either is
+/// empty).
+fn shared_words(
+    a: &std::collections::HashSet<String>,
+    b: &std::collections::HashSet<String>,
+) -> f64 {
+    let smaller = a.len().min(b.len());
+    if smaller == 0 {
+        return 0.0;
+    }
+    a.intersection(b).count() as f64 / smaller as f64
 }
 
 fn describe_changes(turn: usize, was: &Call, now: &Call, out: &mut Vec<String>) {
@@ -569,6 +707,7 @@ fn describe_changes(turn: usize, was: &Call, now: &Call, out: &mut Vec<String>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn c(kind: &str, title: &str, status: &str) -> Call {
         Call {
@@ -605,5 +744,105 @@ mod tests {
                 "turn 1: added tool call: edit \"Edit b\"",
             ]
         );
+    }
+
+    /// Two execute calls, recorded in one order and run live in the other, one of them changed:
+    /// each is paired with the call that does the same thing, not with the first of its kind.
+    #[test]
+    fn execute_calls_pair_with_the_call_that_runs_the_same_command() {
+        let recorded = [
+            c("execute", "ls -la", "completed"),
+            c(
+                "execute",
+                "touch created_by_agent.txt && echo created",
+                "completed",
+            ),
+        ];
+        // Another order, the touch's title reworded, the listing failed.
+        let live = [
+            c("execute", "touch created_by_agent.txt", "completed"),
+            c("execute", "ls -la", "failed"),
+        ];
+        assert_eq!(pair_calls(&recorded, &live), [Some(1), Some(0)]);
+        let mut out = Vec::new();
+        compare_calls(1, &recorded, &live, &mut out);
+        assert_eq!(
+            out,
+            [
+                "turn 1: tool call execute \"ls -la\": status completed -> failed",
+                "turn 1: tool call execute \"touch created_by_agent.txt && echo created\": title -> \"touch created_by_agent.txt\"",
+            ]
+        );
+
+        // The finding: the recorded touch against a live run that listed first. The listing is
+        // an added call, not the touch renamed `ls -la` with the touch added.
+        let mut out = Vec::new();
+        compare_calls(
+            1,
+            &recorded[1..],
+            &live[1..]
+                .iter()
+                .chain(&live[..1])
+                .cloned()
+                .collect::<Vec<_>>(),
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            [
+                "turn 1: tool call execute \"touch created_by_agent.txt && echo created\": title -> \"touch created_by_agent.txt\"",
+                "turn 1: added tool call: execute \"ls -la\"",
+            ]
+        );
+
+        // Two calls of a kind left on one side and nothing in common: no pairing by kind.
+        let mut out = Vec::new();
+        compare_calls(
+            1,
+            &[c("execute", "cargo test", "completed")],
+            &[
+                c("execute", "ls -la", "completed"),
+                c("execute", "pwd", "completed"),
+            ],
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            [
+                "turn 1: missing tool call: execute \"cargo test\"",
+                "turn 1: added tool call: execute \"ls -la\"",
+                "turn 1: added tool call: execute \"pwd\"",
+            ]
+        );
+    }
+
+    /// A command named by `rawInput` (the cwd written `<cwd>` by the comparison engine) pairs calls
+    /// whose titles say nothing alike, and so do the same paths.
+    #[test]
+    fn calls_that_run_the_same_command_or_touch_the_same_paths_pair_whatever_their_titles() {
+        let with = |title: &str, raw_input: Value, paths: &[&str]| Call {
+            raw_input,
+            paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            ..c("execute", title, "completed")
+        };
+        let recorded = [
+            with("Run the tests", json!({"command": "cargo test"}), &[]),
+            with(
+                "Terminal",
+                json!({"command": ["bash", "-lc", "ls <cwd>"]}),
+                &[],
+            ),
+            with("Look", Value::Null, &["<cwd>/a.txt"]),
+        ];
+        let live = [
+            with("Look again", Value::Null, &["<cwd>/a.txt"]),
+            with(
+                "Shell",
+                json!({"command": ["bash", "-lc", "ls <cwd>"]}),
+                &[],
+            ),
+            with("cargo test", json!({"command": "cargo test"}), &[]),
+        ];
+        assert_eq!(pair_calls(&recorded, &live), [Some(2), Some(1), Some(0)]);
     }
 }

@@ -57,6 +57,31 @@ pub fn negotiated_version(script: &[ScriptLine]) -> Option<Version> {
     state.version()
 }
 
+/// The `session/update`s in which an agent reports the session itself, at any time and unasked:
+/// its available commands, its mode, its config options, its info (title). They are no turn's
+/// work: one an agent sends right after `session/new` (Gemini CLI's available commands) may
+/// reach the recorder before or after the first prompt, as the two cross on the wire.
+const SESSION_REPORTS: [&str; 4] = [
+    "available_commands_update",
+    "current_mode_update",
+    "config_option_update",
+    "session_info_update",
+];
+
+/// Whether an agent line counts toward the point of a turn at which a recorded cancel is sent
+/// (after as many of the turn's agent lines as the recording had before it): every agent line
+/// but a [`SESSION_REPORTS`] update. Replay as client counts recorded and live lines by this
+/// one rule, so a report that crossed the prompt on either side moves no cancel.
+pub fn counts_in_turn(message: &Message) -> bool {
+    let report = message.method.as_deref() == Some("session/update")
+        && message
+            .params()
+            .and_then(|p| p.pointer("/update/sessionUpdate"))
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|kind| SESSION_REPORTS.contains(&kind));
+    !report
+}
+
 /// The line with its top-level `"id"` value replaced by `id` (JSON text), every other byte kept.
 /// `None` if the line has no top-level id.
 pub fn with_id(line: &[u8], id: &str) -> Option<Vec<u8>> {

@@ -687,6 +687,97 @@ fn a_recorded_cancelled_turn_ends_for_a_client_that_never_cancels() {
     assert_eq!(status, Some(0), "{stderr}");
 }
 
+/// Gemini CLI's cancelled turn, replayed as the client with `--compare text` against an agent
+/// that behaves as Gemini did (tests/fixtures/replay_real/): the recording
+/// (gemini-acpx-slow-cancelled.jsonl, a real one) has the agent's `available_commands_update`,
+/// sent right after `session/new`, recorded before the prompt, and the client's cancel after
+/// the turn's first chunk. The live agent's report arrived after the replay had sent the prompt,
+/// was counted as the turn's first line, and the cancel went at once: the turn lost its text
+/// (`agent text "This answer " -> ""`). Now only the turn's own lines count, on both sides: lines
+/// recorded after the prompt (by seq) or arrived after it was sent, the session's reports left
+/// out. Tried with the live report before and after the prompt (`early`, `late`), and with the
+/// recording's report moved after the prompt (the other way the two cross).
+#[test]
+fn a_replayed_cancel_waits_for_the_turns_own_lines_not_the_sessions_reports() {
+    let agent = fixture("replay_real/gemini_like_agent.py");
+    let recorded: Vec<serde_json::Value> =
+        std::fs::read_to_string(fixture("replay_real/gemini-acpx-slow-cancelled.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let method = |record: &serde_json::Value| {
+        serde_json::from_str::<serde_json::Value>(record["text"].as_str().unwrap()).unwrap()
+            ["method"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let report = recorded
+        .iter()
+        .position(|r| {
+            r["text"]
+                .as_str()
+                .unwrap()
+                .contains("available_commands_update")
+        })
+        .unwrap();
+    assert_eq!(
+        method(&recorded[report + 1]).as_deref(),
+        Some("session/prompt"),
+        "the fixture: the commands reported, then the prompt"
+    );
+    // The same recording with the report read 50 us after the prompt.
+    let mut crossed = recorded.clone();
+    crossed.swap(report, report + 1);
+    crossed[report + 1]["t"] = serde_json::json!(crossed[report]["t"].as_f64().unwrap() + 0.000_05);
+    for (seq, record) in crossed.iter_mut().enumerate() {
+        record["seq"] = serde_json::json!(seq);
+    }
+
+    for (recording, records) in [
+        ("as recorded", &recorded),
+        ("report after the prompt", &crossed),
+    ] {
+        let sb = Sandbox::new();
+        let transcript = sb.path("recording.jsonl");
+        let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+        std::fs::write(&transcript, text).unwrap();
+        sb.acptap(&["import", transcript.to_str().unwrap()]);
+        let live = sb.path("live");
+        std::fs::create_dir_all(&live).unwrap();
+        for commands in ["early", "late"] {
+            let child = Command::new(acptap_bin())
+                .args([
+                    "replay",
+                    "last",
+                    "--as",
+                    "client",
+                    "--compare",
+                    "text",
+                    "--cwd",
+                ])
+                .arg(&live)
+                .args(["--grace", "2s", "--", "python3"])
+                .arg(&agent)
+                .env("ACPTAP_DB", sb.db())
+                .env("GEMINI_LIKE_COMMANDS", commands)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let output = finish(child, Duration::from_secs(60));
+            let report = String::from_utf8_lossy(&output.stdout);
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "{recording}, commands reported {commands}:\n{report}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            assert!(report.contains("no divergence"), "{report}");
+        }
+    }
+}
+
 /// A recorded `fs/*` request for a file outside the recorded cwd is never sent to the live
 /// client (and its recorded answer not waited for); one inside is sent under the live cwd.
 #[test]
@@ -910,7 +1001,23 @@ fn replay_as_client_answers_fs_as_acp_says_inside_the_cwd_only() {
     );
     assert_eq!(answers[1]["answer"]["error"]["code"], -32002);
     assert!(answers[2]["answer"].get("error").is_some(), "{answers:?}");
-    assert!(stderr.contains("answered from the real file"), "{stderr}");
+    // The file served is named as served: the live path under --cwd, not the recorded one
+    // (which is named as what the recording was searched for).
+    assert!(
+        stderr.contains(&format!(
+            "`fs/write_text_file` request ({} in the recording): answered from the real file {} instead",
+            original.join("new.txt").display(),
+            live.join("new.txt").display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains(&format!(
+            "answered from the real file {}",
+            original.display()
+        )),
+        "{stderr}"
+    );
     assert_eq!(
         std::fs::read_to_string(live.join("new.txt")).unwrap(),
         "written"
