@@ -41,6 +41,7 @@ use super::script::{
     ScriptLine, counts_in_turn, negotiated_version, with_id, with_renamed_strings,
 };
 use crate::protocol::message::decode;
+use crate::protocol::relocate::Relocation;
 use crate::protocol::state::PermissionShapes;
 use crate::protocol::{Direction, Message, MessageKind, SessionState, parse_line};
 use crate::proxy::{InProcess, RunOptions};
@@ -334,6 +335,34 @@ fn key(message: &Message) -> (Option<String>, Option<String>) {
 }
 
 impl Driver {
+    /// A recorded client line as the live agent gets it: the recorded session ids as the live
+    /// ones, and the recorded cwd as the live one (`--cwd`) wherever it stands as a path:
+    /// prompts, resource links, terminal output; the one relocation `acptap diff` and replay as
+    /// agent use ([`crate::protocol::relocate`]). A file's text is the file's: an answer's
+    /// `content` (`fs/read_text_file`) and an embedded resource's `text` are not rewritten.
+    fn as_live(&self, raw: &[u8]) -> Vec<u8> {
+        // Relocated first, renamed after: the exact rename of the cwd string still covers a
+        // recorded cwd no relocation takes (`/`, a relative one), and a live cwd under the
+        // recorded one is not moved twice.
+        let relocated = self.relocated(raw);
+        with_renamed_strings(relocated.as_deref().unwrap_or(raw), &self.renames)
+    }
+
+    fn relocated(&self, raw: &[u8]) -> Option<Vec<u8>> {
+        let (recorded, live) = self.cwd.as_ref()?;
+        let relocation = Relocation::new(&recorded.to_string_lossy(), &live.to_string_lossy())?;
+        let body = raw.trim_ascii_end();
+        let mut value = serde_json::from_slice::<Value>(body).ok()?;
+        let file_text =
+            |keys: &[&str]| matches!(keys, ["result", "content"] | [.., "resource", "text"]);
+        if !relocation.value_except(&mut value, &file_text) {
+            return None;
+        }
+        let mut out = serde_json::to_vec(&value).ok()?;
+        out.extend_from_slice(&raw[body.len()..]);
+        Some(out)
+    }
+
     fn send(&mut self, line: &[u8]) -> anyhow::Result<()> {
         self.to_agent.write_all(line)?;
         self.to_agent.flush()?;
@@ -559,14 +588,14 @@ impl Driver {
                 "the recording has no answer for this `{method}` request{what}"
             ));
         };
-        let exchange = &mut self.exchanges[index];
-        exchange.used = true;
+        self.exchanges[index].used = true;
+        let exchange = &self.exchanges[index];
         let Some(answer) = &exchange.answer else {
             return Reply::Error(format!(
                 "the recorded `{method}` request was never answered"
             ));
         };
-        let recorded = Reply::Recorded(with_renamed_strings(&answer.raw, &self.renames));
+        let recorded = Reply::Recorded(self.as_live(&answer.raw));
         let chosen = answer
             .message
             .result()
@@ -632,7 +661,7 @@ impl Driver {
         // What the agent wrote before this request is sent is none of its turn (Gemini CLI's
         // available commands, written right after `session/new`): handled now, not counted.
         self.handle_what_came_before()?;
-        let bytes = with_renamed_strings(&line.raw, &self.renames);
+        let bytes = self.as_live(&line.raw);
         self.send(&bytes)?;
         let v2_turn = line.message.method.as_deref() == Some("session/prompt")
             && self.negotiation.version().is_some_and(|v| v.is_v2());
@@ -650,7 +679,7 @@ impl Driver {
             while let Some(cancel) = cancels.front().copied()
                 && (agent_lines >= cancel.after_lines || started.elapsed() >= cancel.after_time)
             {
-                let bytes = with_renamed_strings(&cancel.line.raw, &self.renames);
+                let bytes = self.as_live(&cancel.line.raw);
                 self.send(&bytes)?;
                 self.sent_in_turn.insert(cancel.index);
                 cancels.pop_front();
@@ -900,7 +929,7 @@ fn drive(
                 // Sent inside its turn by `request`.
             }
             MessageKind::Notification => {
-                let bytes = with_renamed_strings(&line.raw, &driver.renames);
+                let bytes = driver.as_live(&line.raw);
                 driver.send(&bytes)?;
             }
             _ => {}

@@ -1455,3 +1455,88 @@ fn a_replay_ended_by_sigterm_gives_its_summary_and_exit_status() {
     );
     drop(to_agent);
 }
+
+/// Replay as client under `--cwd`: what the recorded client said about its project names the
+/// live one (a prompt's text, a `resource_link`'s `file://` URI), with the relocation that
+/// `acptap diff` and replay as agent use; a file's text (an embedded resource) stays the file's.
+/// Gemini CLI's real recording, its prompt given paths under the recorded cwd.
+#[test]
+fn replay_as_client_names_the_live_cwd_in_what_the_client_says() {
+    let agent = fixture("replay_real/gemini_like_agent.py");
+    let mut records: Vec<serde_json::Value> =
+        std::fs::read_to_string(fixture("replay_real/gemini-acpx-slow-cancelled.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let recorded_cwd = "/home/user/project";
+    let prompt = records
+        .iter_mut()
+        .find(|r| r["text"].as_str().unwrap().contains("\"session/prompt\""))
+        .unwrap();
+    let mut message: serde_json::Value =
+        serde_json::from_str(prompt["text"].as_str().unwrap()).unwrap();
+    message["params"]["prompt"] = serde_json::json!([
+        {"type": "text", "text": format!("Please improve {recorded_cwd}/hello.py")},
+        {"type": "resource_link", "name": "hello.py", "uri": format!("file://{recorded_cwd}/hello.py")},
+        {"type": "resource", "resource": {"uri": format!("file://{recorded_cwd}/notes.txt"),
+                                          "text": format!("root = {recorded_cwd}")}},
+    ]);
+    prompt["text"] = serde_json::json!(message.to_string());
+    let sb = Sandbox::new();
+    let transcript = sb.path("recording.jsonl");
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&transcript, text).unwrap();
+    sb.acptap(&["import", transcript.to_str().unwrap()]);
+    let live = sb.path("live");
+    std::fs::create_dir_all(&live).unwrap();
+    let child = Command::new(acptap_bin())
+        .args(["replay", "last", "--as", "client", "--cwd"])
+        .arg(&live)
+        .args(["--grace", "2s", "--", "python3"])
+        .arg(&agent)
+        .env("ACPTAP_DB", sb.db())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = finish(child, Duration::from_secs(60));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The live run is recorded beside the recording: its prompt, as the agent got it.
+    let sent: String = sb
+        .conn()
+        .query_row(
+            "SELECT CAST(m.raw AS TEXT) FROM messages m JOIN connections c ON c.id = m.connection_id \
+             WHERE c.replay_of IS NOT NULL AND m.method = 'session/prompt' AND m.kind = 'request'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let sent: serde_json::Value = serde_json::from_str(&sent).unwrap();
+    let live = live.to_str().unwrap();
+    let blocks = &sent["params"]["prompt"];
+    assert_eq!(
+        blocks[0]["text"],
+        format!("Please improve {live}/hello.py"),
+        "{sent}"
+    );
+    assert_eq!(
+        blocks[1]["uri"],
+        format!("file://{live}/hello.py"),
+        "{sent}"
+    );
+    assert_eq!(
+        blocks[2]["resource"]["uri"],
+        format!("file://{live}/notes.txt")
+    );
+    assert_eq!(
+        blocks[2]["resource"]["text"],
+        format!("root = {recorded_cwd}"),
+        "a file's text is the file's"
+    );
+}
