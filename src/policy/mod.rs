@@ -22,9 +22,12 @@
 //! carries one, analysed (`shell.rs`): `rawInput.command` as a string (claude-agent-acp) or an
 //! argv array (codex-acp). gemini-cli sends no rawInput for shell calls and puts the command in the
 //! title; for that agent only (as identified in `initialize`), the title of an `execute` call
-//! stands for its command. Each sub-command is then read with the command table
-//! (`commands.rs`): its dangerous options and its path arguments, resolved in every directory it
-//! may run in (the call's working directory, then `cd`). An allow rule with `command` grants a
+//! stands for its command; fast-agent's `rawInput.args` completes an argv, and kimi-cli's only
+//! content text (``Run command `CMD` ``) is its command. Each sub-command is then read with the
+//! command table (`commands.rs`): its dangerous options and its path arguments, resolved in every
+//! directory it may run in (the call's working directory, then `cd`). Where a call names no
+//! directory, the agent's dialect says where it runs (`paths::unnamed_workdir`): the session's
+//! cwd, somewhere below it (Claude Code's persistent shell), or nowhere known (opencode). An allow rule with `command` grants a
 //! sub-command only without dangers it does not name, with every path inside its `paths` (or
 //! `${cwd}`), and with no environment variable it does not list.
 
@@ -52,6 +55,28 @@ use shell::Opaque;
 
 /// The agents whose `execute` titles are their commands, verbatim (see the module doc).
 const TITLE_IS_COMMAND_AGENTS: &[&str] = &["gemini-cli"];
+
+/// The command of a kimi-cli Shell call: it sends no kind and no rawInput, and its permission
+/// request's only content is the text `Requesting approval to perform: Run command `CMD``
+/// (`Run background command` for a background one), CMD verbatim (its title is CMD shortened
+/// in the middle). `None` for any other content.
+fn kimi_command(content: Option<&Value>) -> Option<String> {
+    let [item] = content?.as_array()?.as_slice() else {
+        return None;
+    };
+    let block = item.get("content")?;
+    if item.get("type")?.as_str()? != "content" || block.get("type")?.as_str()? != "text" {
+        return None;
+    }
+    let text = block.get("text")?.as_str()?;
+    let rest = ["Run command `", "Run background command `"]
+        .iter()
+        .find_map(|form| {
+            text.strip_prefix("Requesting approval to perform: ")?
+                .strip_prefix(form)
+        })?;
+    rest.strip_suffix('`').map(str::to_owned)
+}
 
 /// Tool kinds that only look: the ask guards about changing files do not apply to them.
 const LOOKING_KINDS: &[&str] = &["read", "search", "think", "fetch"];
@@ -548,6 +573,8 @@ struct View {
     command: Option<Command>,
     /// `rawInput.env`: the variable names, or why it cannot be read.
     env: Result<Vec<String>, String>,
+    /// Why where the command runs cannot be placed, when the agent's dialect says so.
+    unplaced: Option<&'static str>,
 }
 
 struct Command {
@@ -562,6 +589,79 @@ enum Script {
     Line(String),
     Argv(Vec<Value>),
     Unreadable(String),
+}
+
+/// Where a command runs, as the rules see it (see [`command_place`]).
+struct Place {
+    /// The directories its relative paths are resolved in (`None`: cannot be known).
+    workdirs: Vec<Option<PathBuf>>,
+    /// What must be inside the rule's bounds for the command to run there.
+    bounds: Vec<Option<PathBuf>>,
+    /// Why it cannot be placed, in the agent's dialect, for the reason shown.
+    unplaced: Option<&'static str>,
+}
+
+const CLAUDE_SHELL_MOVES: &str = "a path or working directory that cannot be known: Claude Code's \
+    shell stays in the directory an earlier call moved it to";
+const OPENCODE_WORKDIR_UNSAID: &str = "where it runs is not in the request (opencode names its \
+    `workdir` only after the answer)";
+const FAST_AGENT_RELATIVE_CWD: &str =
+    "its `cwd` is relative, and fast-agent gives it to the client's terminal as it is";
+
+/// Where a command runs: the directories the call names (`named`, from [`paths::workdirs`]),
+/// else where the agent runs one it does not name ([`paths::unnamed_workdir`]): the session's
+/// cwd; somewhere below it (Claude Code: relative paths cannot be placed, and the cwd and a
+/// stand-in two levels below it must both be inside the rule's bounds); or nowhere known.
+fn command_place(
+    named: &[Result<String, String>],
+    agent: Option<&str>,
+    cwd: Option<&Path>,
+    home: Option<&Path>,
+) -> Place {
+    if named.is_empty() {
+        let here = || cwd.map(Path::to_owned);
+        return match paths::unnamed_workdir(agent) {
+            paths::Unnamed::SessionCwd => Place {
+                workdirs: vec![here()],
+                bounds: vec![here()],
+                unplaced: None,
+            },
+            paths::Unnamed::InsideSessionCwd => Place {
+                workdirs: vec![None],
+                bounds: vec![
+                    here(),
+                    cwd.map(|c| {
+                        c.join(paths::ANY_DIRECTORY_BELOW)
+                            .join(paths::ANY_DIRECTORY_BELOW)
+                    }),
+                ],
+                unplaced: Some(CLAUDE_SHELL_MOVES),
+            },
+            paths::Unnamed::Unknown => Place {
+                workdirs: vec![None],
+                bounds: vec![None],
+                unplaced: Some(OPENCODE_WORKDIR_UNSAID),
+            },
+        };
+    }
+    let relative_ok = paths::relative_workdir_placeable(agent);
+    let mut unplaced = None;
+    let dirs: Vec<Option<PathBuf>> = named
+        .iter()
+        .map(|d| {
+            let d = d.as_ref().ok()?;
+            if !relative_ok && !Path::new(d).is_absolute() {
+                unplaced = Some(FAST_AGENT_RELATIVE_CWD);
+                return None;
+            }
+            paths::normalise(d, cwd, home)
+        })
+        .collect();
+    Place {
+        workdirs: dirs.clone(),
+        bounds: dirs,
+        unplaced,
+    }
 }
 
 /// One simple command, read with the command table.
@@ -731,7 +831,7 @@ impl Policy {
 
     fn view(&self, call: &ToolCall, cwd: Option<&Path>, agent: Option<&str>) -> View {
         let home = self.home.as_deref();
-        let kind = call.text("kind");
+        let mut kind = call.text("kind");
         let raw_input = call.get("rawInput").cloned();
         let raw = paths::tool_call_paths(
             call.get("locations"),
@@ -745,30 +845,50 @@ impl Policy {
             .chain(raw.unreadable.iter().map(|_| None))
             .collect();
         let title = call.get("title").and_then(Value::as_str).map(str::to_owned);
-        let script = match raw_input.as_ref().and_then(|r| r.get("command")) {
-            Some(Value::String(script)) => Some(Script::Line(script.clone())),
-            Some(Value::Array(argv)) => Some(Script::Argv(argv.clone())),
-            Some(other) => Some(Script::Unreadable(other.to_string())),
-            None if kind.as_deref() == Some("execute")
-                && agent.is_some_and(|a| TITLE_IS_COMMAND_AGENTS.contains(&a)) =>
+        // fast-agent's `args`: with them, `command` is the program and `args` its arguments,
+        // run without a shell (`{"command": "find", "args": [".", "-delete"]}`).
+        let args = raw_input
+            .as_ref()
+            .and_then(|r| r.get("args"))
+            .filter(|a| !a.is_null());
+        let script = match (raw_input.as_ref().and_then(|r| r.get("command")), args) {
+            (Some(Value::String(script)), None) => Some(Script::Line(script.clone())),
+            (Some(program @ Value::String(_)), Some(Value::Array(args))) => Some(Script::Argv(
+                std::iter::once(program.clone())
+                    .chain(args.iter().cloned())
+                    .collect(),
+            )),
+            (Some(Value::Array(argv)), None) => Some(Script::Argv(argv.clone())),
+            (Some(command), Some(args)) => Some(Script::Unreadable(format!(
+                "{command} with rawInput.args {args}"
+            ))),
+            (Some(other), None) => Some(Script::Unreadable(other.to_string())),
+            (None, _)
+                if kind.as_deref() == Some("execute")
+                    && agent.is_some_and(|a| TITLE_IS_COMMAND_AGENTS.contains(&a)) =>
             {
                 title.clone().map(Script::Line)
             }
-            None => None,
+            // kimi-cli sends its Shell calls without a kind (read as `other`): they run a command.
+            (None, _)
+                if matches!(kind.as_deref(), None | Some("other" | "execute"))
+                    && agent == Some(paths::KIMI_CLI) =>
+            {
+                kimi_command(call.get("content")).map(|line| {
+                    kind = Some("execute".to_owned());
+                    Script::Line(line)
+                })
+            }
+            (None, _) => None,
         };
         let mut all_paths = Vec::new();
+        let mut unplaced = None;
         let command = script.map(|script| {
-            // Where it runs: the directories the call names, else the session's cwd.
             let named = paths::workdirs(raw_input.as_ref(), call.get("content"));
-            let workdirs: Vec<Option<PathBuf>> = if named.is_empty() {
-                vec![cwd.map(Path::to_owned)]
-            } else {
-                named
-                    .iter()
-                    .map(|d| d.as_ref().ok().and_then(|d| paths::normalise(d, cwd, home)))
-                    .collect()
-            };
-            call_paths.extend(workdirs.iter().cloned());
+            let place = command_place(&named, agent, cwd, home);
+            unplaced = place.unplaced;
+            let (workdirs, bounds) = (place.workdirs, place.bounds);
+            call_paths.extend(bounds);
             let command = Command::new(script, &workdirs, home);
             for analysed in command.analysed.iter().flatten() {
                 all_paths.extend(analysed.paths.iter().map(|(_, p)| p.clone()));
@@ -813,6 +933,7 @@ impl Policy {
             unrecognised: raw.unrecognised,
             command,
             env,
+            unplaced,
         }
     }
 
@@ -982,7 +1103,10 @@ impl Policy {
         };
         let outside = |p: &Option<PathBuf>| match p {
             Some(p) => format!("{} is outside {bounds}", p.display()),
-            None => "a path or working directory that cannot be known".to_owned(),
+            None => view
+                .unplaced
+                .unwrap_or("a path or working directory that cannot be known")
+                .to_owned(),
         };
         // Checks that only matter once the rule's command prefixes match.
         let mut refusal: Option<String> = None;
@@ -1535,5 +1659,138 @@ mod tests {
             policy.decide(&params, Some(&known), v1).decision,
             Decision::Ask
         );
+    }
+
+    /// kimi-cli's Shell request: only its own text form is a command, taken whole (backticks
+    /// inside included); anything else is no command.
+    #[test]
+    fn kimi_command_reads_only_its_own_form() {
+        let text = |t: &str| json!([{"type": "content", "content": {"type": "text", "text": t}}]);
+        let read = |c: Value| kimi_command(Some(&c));
+        assert_eq!(
+            read(text(
+                "Requesting approval to perform: Run command `cargo test`"
+            ))
+            .as_deref(),
+            Some("cargo test")
+        );
+        assert_eq!(
+            read(text(
+                "Requesting approval to perform: Run command `echo `id` && ls`"
+            ))
+            .as_deref(),
+            Some("echo `id` && ls")
+        );
+        assert_eq!(
+            read(text(
+                "Requesting approval to perform: Run background command `npm run dev`"
+            ))
+            .as_deref(),
+            Some("npm run dev")
+        );
+        for other in [
+            text("Requesting approval to perform: Run command `ls` in /tmp"),
+            text("Run command `ls`"),
+            text("Requesting approval to perform: Edit file `a.rs`"),
+            json!([{"type": "diff", "path": "/p/a", "newText": "x"}]),
+            json!([
+                {"type": "content", "content": {"type": "text", "text": "Requesting approval to perform: Run command `ls`"}},
+                {"type": "content", "content": {"type": "text", "text": "more"}}
+            ]),
+        ] {
+            assert_eq!(read(other.clone()), None, "{other}");
+        }
+    }
+
+    /// A kimi-cli Shell call has no kind (read as `other`): it is judged as the `execute` call it
+    /// is, so a rule that allows `other` calls does not allow a shell command, and a command
+    /// rule judges its command. Another agent's call with the same text is not read.
+    #[test]
+    fn a_kimi_shell_call_is_an_execute_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.toml");
+        std::fs::write(
+            &file,
+            "version = 1\ndefault = \"ask\"\n[[rule]]\nid = \"other\"\ndecision = \"allow\"\nkind = \"other\"\n[[rule]]\nid = \"tests\"\ndecision = \"allow\"\nkind = \"execute\"\ncommand = [[\"cargo\", \"test\"]]\n",
+        )
+        .unwrap();
+        let policy = Policy::load_with_home(&[file], dir.path()).unwrap();
+        let decide = |command: &str, agent: &str| {
+            let params = json!({"sessionId": "s", "toolCall": {"toolCallId": "turn/call",
+                "title": format!("Shell: {command}"),
+                "content": [{"type": "content", "content": {"type": "text",
+                    "text": format!("Requesting approval to perform: Run command `{command}`")}}]},
+                "options": [{"optionId": "approve", "name": "Approve once", "kind": "allow_once"}]});
+            let context = Context {
+                cwd: Some(dir.path()),
+                agent: Some(agent),
+                version: None,
+            };
+            let verdict = policy.decide(&params, None, context);
+            (verdict.decision, verdict.rule)
+        };
+        assert_eq!(
+            decide("cargo test", paths::KIMI_CLI),
+            (Decision::Allow, Some("tests".into()))
+        );
+        assert_eq!(decide("rm -rf build", paths::KIMI_CLI).0, Decision::Ask);
+        assert_eq!(
+            decide("cd /tmp/attacker && cargo test", paths::KIMI_CLI).0,
+            Decision::Ask
+        );
+        // Not kimi-cli: the text is prose, and the call is the `other` call it says it is.
+        assert_eq!(
+            decide("rm -rf build", "some-agent").1.as_deref(),
+            Some("other")
+        );
+    }
+
+    /// fast-agent's `args`: `command` is then the program, run without a shell; any other
+    /// shape of `args` cannot be read.
+    #[test]
+    fn a_command_with_args_is_read_as_its_argv() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.toml");
+        std::fs::write(
+            &file,
+            "version = 1\ndefault = \"ask\"\n[[rule]]\nid = \"find\"\ndecision = \"allow\"\nkind = \"execute\"\ncommand = [[\"find\"], [\"cargo\", \"test\"]]\n",
+        )
+        .unwrap();
+        let policy = Policy::load_with_home(&[file], dir.path()).unwrap();
+        let decide = |raw: Value| {
+            let params = json!({"sessionId": "s", "toolCall": {"toolCallId": "t", "kind": "execute",
+                "title": "execute", "rawInput": raw},
+                "options": [{"optionId": "ok", "name": "Allow Once", "kind": "allow_once"}]});
+            let context = Context {
+                cwd: Some(dir.path()),
+                agent: Some(paths::FAST_AGENT),
+                version: None,
+            };
+            policy.decide(&params, None, context).decision
+        };
+        assert_eq!(
+            decide(json!({"command": "find", "args": ["."]})),
+            Decision::Allow
+        );
+        assert_eq!(
+            decide(json!({"command": "cargo", "args": ["test"]})),
+            Decision::Allow
+        );
+        assert_eq!(
+            decide(json!({"command": "cargo", "args": null})),
+            Decision::Ask
+        );
+        for hostile in [
+            json!({"command": "find", "args": [".", "-delete"]}),
+            json!({"command": "find", "args": ["/"]}),
+            json!({"command": "cargo", "args": "test"}),
+            json!({"command": "cargo", "args": ["test", 1]}),
+            json!({"command": ["cargo"], "args": ["test"]}),
+            json!({"command": "cargo test", "args": []}),
+            json!({"command": "/bin/sh", "args": ["-c", "find . -delete"]}),
+            json!({"command": "cargo test", "cwd": "."}),
+        ] {
+            assert_eq!(decide(hostile.clone()), Decision::Ask, "{hostile}");
+        }
     }
 }

@@ -79,6 +79,58 @@ const WORKDIR_KEYS: &[&str] = &[
     "directory",
 ];
 
+/// Where an agent's shell command runs when its request names no directory (no working-directory
+/// key in rawInput, no bracketed directory in its content): see [`unnamed_workdir`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unnamed {
+    /// The session's cwd: the agent runs each command there (a fresh process, or a terminal the
+    /// client opens there).
+    SessionCwd,
+    /// Some directory inside the session's cwd, not known which: the agent keeps one shell
+    /// whose directory persists between calls and sends it back to the session's cwd only when
+    /// it leaves it. Relative paths cannot be placed; the directory itself is inside.
+    InsideSessionCwd,
+    /// Not known at all: the agent's permission request leaves out a directory it may use.
+    Unknown,
+}
+
+/// `agentInfo.name` of the agents whose permission requests were checked against real captures
+/// (docs/policy.md, "How each agent names a command's directory").
+pub const CLAUDE_AGENT_ACP: &str = "@zed-industries/claude-agent-acp";
+/// claude-agent-acp's name before its rename (same Bash tool).
+pub const CLAUDE_CODE_ACP: &str = "@zed-industries/claude-code-acp";
+pub const OPENCODE: &str = "OpenCode";
+pub const FAST_AGENT: &str = "fast-agent-acp";
+pub const KIMI_CLI: &str = "Kimi Code CLI";
+
+/// Where a command runs when the request names no directory, by the agent's name (see
+/// [`Unnamed`]). Claude Code keeps one shell per session: `cd sub` in one Bash call (which it
+/// runs without asking) leaves the next call in `sub`, and a `cd` out of the project is undone
+/// after the call ("Shell cwd was reset to ..."), symlinks followed. opencode's bash permission
+/// request carries only `{"command"}`: its `workdir` argument (absolute, relative, or a directory
+/// opencode pre-approves such as its temporary directory) shows only after the answer. Every
+/// other agent runs each command afresh in the session's cwd, or names the directory.
+pub fn unnamed_workdir(agent: Option<&str>) -> Unnamed {
+    match agent {
+        Some(CLAUDE_AGENT_ACP | CLAUDE_CODE_ACP) => Unnamed::InsideSessionCwd,
+        Some(OPENCODE) => Unnamed::Unknown,
+        _ => Unnamed::SessionCwd,
+    }
+}
+
+/// Whether a relative working directory the agent names can be placed against the session's
+/// cwd. fast-agent passes its `cwd` argument as it is to the client's `terminal/create`, whose
+/// `cwd` the protocol says is absolute: a client resolves a relative one against its own
+/// process directory (or refuses it), which the policy cannot know.
+pub fn relative_workdir_placeable(agent: Option<&str>) -> bool {
+    agent != Some(FAST_AGENT)
+}
+
+/// The stand-in for "a directory somewhere below the session's cwd" ([`Unnamed::InsideSessionCwd`]):
+/// checked against a rule's bounds beside the cwd itself, so that only bounds that hold every
+/// directory below it (`${cwd}/**`) allow the command.
+pub const ANY_DIRECTORY_BELOW: &str = "<any directory below>";
+
 /// Every path a tool call names, as written.
 #[derive(Debug, Default, PartialEq)]
 pub struct RawPaths {
@@ -486,6 +538,37 @@ mod workdir_tests {
         // Text that opens with brackets but names no path is not a directory.
         assert!(dirs("[background] done").is_empty());
         assert!(dirs("Ran `ls`").is_empty());
+    }
+
+    /// Where an unnamed directory is, per agent (as the captures showed): Claude Code's shell
+    /// persists inside the project, opencode's request leaves its `workdir` out, the others run
+    /// each command in the session's cwd; fast-agent's relative `cwd` goes to the client as is.
+    #[test]
+    fn each_agent_has_its_unnamed_directory() {
+        assert_eq!(
+            unnamed_workdir(Some(CLAUDE_AGENT_ACP)),
+            Unnamed::InsideSessionCwd
+        );
+        assert_eq!(
+            unnamed_workdir(Some(CLAUDE_CODE_ACP)),
+            Unnamed::InsideSessionCwd
+        );
+        assert_eq!(unnamed_workdir(Some(OPENCODE)), Unnamed::Unknown);
+        for agent in [
+            None,
+            Some("codex-acp"),
+            Some("gemini-cli"),
+            Some("qwen-code"),
+            Some(FAST_AGENT),
+            Some(KIMI_CLI),
+            Some("@mistralai/mistral-vibe"),
+            Some("pi-acp"),
+        ] {
+            assert_eq!(unnamed_workdir(agent), Unnamed::SessionCwd, "{agent:?}");
+        }
+        assert!(!relative_workdir_placeable(Some(FAST_AGENT)));
+        assert!(relative_workdir_placeable(Some(OPENCODE)));
+        assert!(relative_workdir_placeable(None));
     }
 }
 

@@ -244,16 +244,36 @@ fn v2_request(tool_call: &Value, shape: Shape, cwd: &Path, agent: Option<&str>) 
                 None if agent == Some("gemini-cli") => title,
                 _ => return None,
             };
-            let mut dir = cwd.to_path_buf();
+            let mut dir = None;
             for (key, value) in input.into_iter().flatten() {
                 match (key.as_str(), value) {
                     ("command", _) => {}
+                    // A plain relative directory (opencode's `workdir: "sub"`) has no v2 form:
+                    // the subject's cwd is absolute.
+                    ("cwd" | "workdir" | "directory", Value::String(d))
+                        if !d.starts_with(['/', '~']) && !d.split('/').any(|c| c == "..") =>
+                    {
+                        return None;
+                    }
                     // As written: a v2 subject's cwd must be absolute, and `~` or `..` is
                     // the agent's to send, the policy's to refuse.
-                    ("cwd" | "workdir" | "directory", Value::String(d)) => dir = PathBuf::from(d),
+                    ("cwd" | "workdir" | "directory", Value::String(d)) => {
+                        dir = Some(PathBuf::from(d))
+                    }
                     _ => return None,
                 }
             }
+            // A v1 request that names no directory runs where the agent's dialect says
+            // (`paths::unnamed_workdir`); only "the session's cwd" has a command form.
+            let dir = match dir {
+                Some(dir) => dir,
+                None if acptap::policy::paths::unnamed_workdir(agent)
+                    == acptap::policy::paths::Unnamed::SessionCwd =>
+                {
+                    cwd.to_path_buf()
+                }
+                None => return None,
+            };
             Some(
                 serde_json::to_value(request.subject(RequestPermissionSubject::Command(
                     CommandPermissionSubject::new(command, dir),
@@ -595,4 +615,68 @@ fn many_locations_are_bounded() {
             verdict.reason
         );
     }
+}
+
+/// Real permission requests of each agent, with the session updates about the same tool call
+/// that came before them, copied from captures of the agents (../shared/testbed, mock model) with
+/// the directory changed to `${outside}` or the project (`tests/fixtures/policy/agent-dialects.jsonl`):
+/// each agent names where a shell command runs its own way (docs/policy.md, "How each agent
+/// names a command's directory"), and a directory the policy cannot place is never taken for
+/// the session's cwd.
+#[test]
+fn each_agent_dialect_is_judged_on_where_its_command_runs() {
+    use acptap::protocol::toolcall::{ToolCall, UpdateKind, from_session_update};
+    let scratch = Scratch::new();
+    let text = std::fs::read_to_string(fixture("policy/agent-dialects.jsonl")).unwrap();
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let case: Value = serde_json::from_str(line).unwrap();
+        let field = |key: &str| case.get(key).and_then(Value::as_str);
+        let cwd = scratch.cwd(field("cwd").unwrap_or("project"));
+        let lines = scratch.substitute(&case["lines"], cwd);
+        let (request, updates) = lines.as_array().unwrap().split_last().unwrap();
+        assert_eq!(
+            request["method"],
+            "session/request_permission",
+            "agent-dialects.jsonl:{}: the last line must be the request",
+            n + 1
+        );
+        let mut known: Option<ToolCall> = None;
+        // As the proxy records them: session updates, and the `toolCall` of an earlier request.
+        for line in updates {
+            let (update, how) = match line["params"].get("toolCall") {
+                Some(Value::Object(call)) => (call, UpdateKind::PermissionRequest),
+                _ => from_session_update(&line["params"]).unwrap(),
+            };
+            ToolCall::upsert(&mut known, update, how);
+        }
+        let verdict = scratch.policies[field("policy").unwrap()].decide(
+            &request["params"],
+            known.as_ref(),
+            Context {
+                cwd: Some(cwd),
+                agent: field("agent"),
+                version: None,
+            },
+        );
+        let expect = field("expect").unwrap();
+        count += 1;
+        if verdict.decision.to_string() != expect {
+            failures.push(format!(
+                "agent-dialects.jsonl:{}: {}: expected {expect}, got {} ({:?}: {})",
+                n + 1,
+                field("name").unwrap_or("?"),
+                verdict.decision,
+                verdict.rule,
+                verdict.reason
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(count >= 20, "only {count} cases");
 }
