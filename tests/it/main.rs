@@ -18,6 +18,7 @@ mod policy_corpus;
 mod policy_effects;
 mod policy_v2;
 mod readonly;
+mod real_peers;
 mod redaction;
 mod replay;
 mod replay_hostile;
