@@ -138,7 +138,9 @@ struct Driver {
 /// A recorded cancel inside a turn, and when to send it: after as many of the turn's agent lines
 /// as the recording had before it (recorded after the request, by `seq`; live, arrived after it
 /// was sent; on both sides only those that [`counts_in_turn`]), or as much time after the
-/// request, whichever comes first.
+/// request, whichever comes first. A cancel recorded before any line of its turn waits for its
+/// time: zero lines is no point at all (opencode's cancel, 1.7 s into a turn that had said
+/// nothing yet, sent 3 ms after the prompt, failed the live turn instead of cancelling it).
 #[derive(Clone, Copy)]
 struct InTurnCancel<'a> {
     index: usize,
@@ -677,7 +679,8 @@ impl Driver {
         let mut cancels = std::collections::VecDeque::from(cancels);
         loop {
             while let Some(cancel) = cancels.front().copied()
-                && (agent_lines >= cancel.after_lines || started.elapsed() >= cancel.after_time)
+                && ((cancel.after_lines > 0 && agent_lines >= cancel.after_lines)
+                    || started.elapsed() >= cancel.after_time)
             {
                 let bytes = self.as_live(&cancel.line.raw);
                 self.send(&bytes)?;
