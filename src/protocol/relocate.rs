@@ -24,11 +24,8 @@ impl Relocation {
         if from.is_empty() || !from.starts_with('/') {
             return None;
         }
-        let to = if to.len() > 1 {
-            to.trim_end_matches('/')
-        } else {
-            to
-        };
+        // `/` is kept as the empty prefix, so that `/` + rest stays one slash.
+        let to = to.trim_end_matches('/');
         Some(Relocation {
             from: from.to_owned(),
             to: to.to_owned(),
@@ -39,12 +36,12 @@ impl Relocation {
     /// `from` itself or `from/...`, not `from-old/...` nor `/x/from/...` (a `file://` URI's
     /// path excepted). `None` when nothing moved.
     ///
-    /// A text that ends inside the directory's last name (an agent streaming its tool's input
-    /// shows `ReadFile: /abs/pr` before `ReadFile: /abs/proj/a.py`) has that fragment moved too,
-    /// as long as the whole parent directory is in it: it can be the start of no other path.
+    /// A text cut inside the directory's name (kimi-cli streams its tool's input: `ReadFile:
+    /// /abs/pr`, then the whole path; any agent's message chunks) is left as it is: the start of
+    /// a name is not the name (`/abs/p` may be a sibling), and the rest of it may come in the
+    /// next chunk.
     pub fn text(&self, text: &str) -> Option<String> {
-        let parent = &self.from[..=self.from.rfind('/').unwrap_or(0)];
-        if self.from == self.to || !text.contains(parent) {
+        if self.from == self.to || !text.contains(self.from.as_str()) {
             return None;
         }
         let mut out = String::with_capacity(text.len());
@@ -60,24 +57,18 @@ impl Relocation {
             }
             let end = at + self.from.len();
             let after = text[end..].chars().next();
-            let ends = after.is_none_or(|c| c == '/' || !is_name_char(c));
+            // A full stop ends a sentence, not the name, when nothing of a name follows it.
+            let after_stop = text[end..]
+                .strip_prefix('.')
+                .map(|rest| rest.chars().next());
+            let ends = after.is_none_or(|c| c == '/' || !is_name_char(c))
+                || after_stop.is_some_and(|next| next.is_none_or(|c| !is_name_char(c)));
             if starts_a_path(at) && ends {
                 out.push_str(&text[last..at]);
-                out.push_str(&self.to);
+                let root_alone = self.to.is_empty() && !text[end..].starts_with('/');
+                out.push_str(if root_alone { "/" } else { &self.to });
                 last = end;
             }
-        }
-        if parent.len() > 1
-            && let Some(at) = text.rfind(parent)
-            && at >= last
-            && text.len() - at > parent.len()
-            && self.from.starts_with(&text[at..])
-            && text.len() - at < self.from.len()
-            && starts_a_path(at)
-        {
-            out.push_str(&text[last..at]);
-            out.push_str(&self.to);
-            return Some(out);
         }
         if last == 0 {
             return None;
@@ -126,16 +117,21 @@ impl Relocation {
             Value::Object(map) => {
                 let mut moved = false;
                 let mut renamed = Map::with_capacity(map.len());
+                let recorded_keys: Vec<String> = map.keys().cloned().collect();
                 for (key, mut field) in std::mem::take(map) {
                     trail.push(key.clone());
                     moved |= self.walk(&mut field, trail, keep);
                     trail.pop();
+                    // Two keys that would become one (`/rec/p/a` beside `/live/a`) stay as
+                    // they are: a moved key never hides another's value.
                     let key = match self.text(&key) {
-                        Some(new) => {
+                        Some(new)
+                            if !recorded_keys.contains(&new) && !renamed.contains_key(&new) =>
+                        {
                             moved = true;
                             new
                         }
-                        None => key,
+                        _ => key,
                     };
                     renamed.insert(key, field);
                 }
@@ -198,16 +194,31 @@ mod tests {
     }
 
     #[test]
-    fn a_text_cut_inside_the_directory_name_is_moved_whole() {
-        // kimi-cli streams its tool's input: the title is cut mid-name, then completed.
-        assert_eq!(moved("ReadFile: /rec/pr"), "ReadFile: /live/p");
-        assert_eq!(moved("{\"path\": \"/rec/proj"), "{\"path\": \"/live/p");
-        // Not without the whole parent, not past the name, and never from the root.
-        assert_eq!(moved("ReadFile: /re"), "ReadFile: /re");
-        assert_eq!(moved("ReadFile: /rec/"), "ReadFile: /rec/");
-        assert_eq!(moved("ReadFile: /rec/px"), "ReadFile: /rec/px");
-        let top = Relocation::new("/rec", "/live").unwrap();
-        assert_eq!(top.text("ls /r"), None);
+    fn a_text_cut_inside_the_directory_name_is_left_as_it_is() {
+        // A streamed chunk ends inside the name; the next one carries the rest.
+        assert_eq!(moved("see /rec/pr"), "see /rec/pr");
+        assert_eq!(moved("ReadFile: /rec/p"), "ReadFile: /rec/p");
+        // The end of a sentence is not part of the name.
+        assert_eq!(moved("in /rec/proj."), "in /live/p.");
+        assert_eq!(moved("in /rec/proj. Then"), "in /live/p. Then");
+        assert_eq!(moved("/rec/proj.d/x"), "/rec/proj.d/x");
+        assert_eq!(moved("file:///rec/proj"), "file:///live/p");
+    }
+
+    #[test]
+    fn a_live_root_is_one_slash() {
+        let relocation = Relocation::new("/rec/proj", "/").unwrap();
+        assert_eq!(relocation.text("/rec/proj/a").as_deref(), Some("/a"));
+        assert_eq!(relocation.text("cd /rec/proj").as_deref(), Some("cd /"));
+    }
+
+    #[test]
+    fn keys_that_would_become_one_stay_as_they_are() {
+        let relocation = Relocation::new("/rec/proj", "/live/p").unwrap();
+        let mut value = json!({"changes": {"/rec/proj/a": "good", "/live/p/a": "evil"}});
+        relocation.value(&mut value);
+        assert_eq!(value["changes"]["/rec/proj/a"], "good");
+        assert_eq!(value["changes"]["/live/p/a"], "evil");
     }
 
     #[test]

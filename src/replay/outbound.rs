@@ -446,8 +446,8 @@ impl Gate {
     /// What the client only shows (titles, rawInput, rawOutput, text content, object keys such
     /// as Codex's `rawInput.changes["/abs/p/a.py"]`) with the recorded cwd written as the live
     /// one, as the agent would have written it in the live project. The paths the client acts
-    /// on were moved and judged already, and a file's text (a diff's `oldText`, `newText`) is
-    /// the file's: both stay as they are.
+    /// on were moved and judged already, and a file's text (a diff's `oldText`, `newText`, an
+    /// embedded resource's `text`) is the file's: both stay as they are.
     fn relocate_shown(&self, object: &mut Map<String, Value>) -> bool {
         let judged = |keys: &[&str]| {
             matches!(
@@ -455,6 +455,7 @@ impl Gate {
                 [.., "locations", "path"]
                     | [.., "content", "path"]
                     | [.., "oldText" | "newText"]
+                    | [.., "resource", "text" | "blob"]
                     | [.., "update" | "subject", "cwd"]
             )
         };
@@ -528,7 +529,19 @@ impl Gate {
         let Some(Value::Object(params)) = params else {
             return Err("a terminal/create without parameters".into());
         };
-        match params.get_mut("cwd") {
+        // The recorded command's own words name the recorded project (`cat /rec/p/a`): the
+        // live one, as for everything else the replay sends.
+        let mut moved = false;
+        for (recorded, live) in &self.cwds {
+            if let Some(relocation) = Relocation::new(recorded, live) {
+                for key in ["command", "args"] {
+                    if let Some(words) = params.get_mut(key) {
+                        moved |= relocation.value(words);
+                    }
+                }
+            }
+        }
+        let cwd_moved = match params.get_mut("cwd") {
             Some(cwd) => self.file_path(cwd),
             None => {
                 // Where the client would run it is its own choice: name the live cwd.
@@ -544,7 +557,8 @@ impl Gate {
                     }
                 }
             }
-        }
+        }?;
+        Ok(moved | cwd_moved)
     }
 
     /// An fs path or a terminal cwd: absolute, a string, moved to the live cwd and staying in it
@@ -612,6 +626,11 @@ impl Gate {
     /// or any absolute path before a session is open.
     pub fn map_path(&self, path: &str) -> Result<Option<String>, String> {
         let outside = || format!("{} lies outside the recorded cwd", shown(path));
+        // A NUL ends the path early for a C client, another control character is no name a
+        // project file has: either way what the client would touch is not what was judged.
+        if path.chars().any(char::is_control) {
+            return Err(format!("{} holds a control character", shown(path)));
+        }
         let bytes = path.as_bytes();
         if path.contains("://")
             || path.starts_with("file:")
@@ -637,6 +656,14 @@ impl Gate {
             ));
         }
         for (recorded, live) in &self.cwds {
+            // ACP's cwd is absolute; a client that says `.` would get a relative path, resolved
+            // wherever it runs (its home, say), past every check made here.
+            if !live.is_empty() && !live.starts_with('/') {
+                return Err(format!(
+                    "the live session's cwd {} is not an absolute path",
+                    shown(live)
+                ));
+            }
             // `/` is written as the empty prefix, so that `/` + rest stays one slash.
             let (recorded, live) = (recorded.trim_end_matches('/'), live.trim_end_matches('/'));
             if clean == recorded || (recorded.is_empty() && clean == "/") {
@@ -976,6 +1003,53 @@ mod tests {
         assert_eq!(update["content"][0]["path"], "/live/p/a.cfg");
         assert_eq!(update["content"][0]["oldText"], "root=/rec/proj");
         assert_eq!(update["content"][0]["newText"], "root=/rec/proj/x");
+    }
+
+    /// Found by an outside attack: a client whose `session/new` says cwd `.` got recorded
+    /// writes as `./.ssh/authorized_keys`; a NUL cut the path a C client would open.
+    #[test]
+    fn no_path_goes_to_a_relative_live_cwd_or_with_a_control_character() {
+        let allow = Allowances {
+            run_commands: false,
+            writes: true,
+        };
+        for live in [".", "rel/dir"] {
+            let mut g = Gate::new(allow.clone());
+            g.cwds.push(("/rec/proj".into(), live.into()));
+            for method in ["fs/write_text_file", "fs/read_text_file"] {
+                let line = format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{"path":"/rec/proj/.ssh/authorized_keys","content":"k"}}}}"#
+                );
+                let judged = g.judge(line.as_bytes());
+                assert!(judged.bytes.is_none(), "{live} {method}");
+                assert!(
+                    judged.held[0].reason.contains("not an absolute path"),
+                    "{live}"
+                );
+            }
+        }
+        let g = gate(allow);
+        let line = br#"{"jsonrpc":"2.0","id":1,"method":"fs/write_text_file","params":{"path":"/rec/a\u0000/x","content":"k"}}"#;
+        let judged = g.judge(line);
+        assert!(judged.bytes.is_none());
+        assert!(judged.held[0].reason.contains("control character"));
+    }
+
+    #[test]
+    fn a_recorded_command_names_the_live_cwd_and_embedded_files_keep_their_text() {
+        let mut g = Gate::new(Allowances {
+            run_commands: true,
+            writes: false,
+        });
+        g.cwds.push(("/rec/proj".into(), "/live/p".into()));
+        let create = br#"{"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"sessionId":"s","command":"cat","args":["/rec/proj/a.txt"],"cwd":"/rec/proj"}}"#;
+        let params = &sent(&g.judge(create))["params"];
+        assert_eq!(params["args"][0], "/live/p/a.txt");
+        assert_eq!(params["cwd"], "/live/p");
+        let chunk = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"resource","resource":{"uri":"file:///rec/proj/a.py","text":"ROOT='/rec/proj'"}}}}}"#;
+        let content = &sent(&g.judge(chunk))["params"]["update"]["content"];
+        assert_eq!(content["resource"]["uri"], "file:///live/p/a.py");
+        assert_eq!(content["resource"]["text"], "ROOT='/rec/proj'");
     }
 
     #[test]
