@@ -19,8 +19,9 @@
 #                 with its sessions, turns, tool calls' final states and permission decisions
 #                 (scripts/real_peers_verify.py), and `acptap check` finds no error
 #   policy        the same session with a policy (scripts/real-peers-policy.toml) that allows reads,
-#                 edits and `ls` inside the project and leaves the rest (`touch`) to the client: the
-#                 policy answered, the agent accepted its answers (every call it allowed completed),
+#                 edits and `ls` inside the project and rejects the `touch` (the rest goes to the client): the
+#                 policy answered, the agent took its answers (what it allowed completed, what it
+#                 rejected did not),
 #                 the recording is right and the bytes are transparent (the answered requests aside)
 #   as-agent      the recording replayed as the agent (`acptap replay --as agent`) to each of the four
 #                 clients: it completes (exit 0, or 1 with the divergences said: another client answers
@@ -141,8 +142,9 @@ for l in open(sys.argv[1]):
     if r.get("event")=="exit": rc=r.get("rc")
 print(rc)' "$r/agent_side.jsonl" 2>/dev/null || echo "?")
     # a path of the recording's own directories (its project, its home) that reached the client
+    # (a name cut short by a streamed chunk, kimi-cli's `ReadFile: .../rec/pr`, names neither)
     local leaked
-    leaked=$(grep -oF "$d/rec/" "$r/client_side.jsonl" 2>/dev/null | head -1)
+    leaked=$(grep -oE "$d/rec/(proj|home)" "$r/client_side.jsonl" 2>/dev/null | head -1)
     # a client that kills the replayer once its turn is over (no exit record): what the summary said
     if [ "$rc" = "?" ]; then
       case "$(grep -v '^ ' "$r.replay.err" 2>/dev/null | tail -1)" in
