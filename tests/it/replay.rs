@@ -1540,3 +1540,49 @@ fn replay_as_client_names_the_live_cwd_in_what_the_client_says() {
         "a file's text is the file's"
     );
 }
+
+/// opencode's cancelled turn (tests/fixtures/replay_real/opencode-acpx-slow-cancelled.jsonl, a
+/// real recording): the client cancelled 1.7 s into a turn in which opencode had said nothing.
+/// Zero lines is no point in the turn, so the replay waits the recorded time before it sends the
+/// cancel; sent 3 ms after the prompt (as it was), the live opencode failed the turn with an
+/// error instead of cancelling it (found by scripts/real-peers.sh). The agent here fails a
+/// cancel that comes within 0.5 s as opencode did.
+#[test]
+fn a_cancel_recorded_before_any_line_of_its_turn_waits_for_its_time() {
+    let sb = Sandbox::new();
+    sb.acptap(&[
+        "import",
+        fixture("replay_real/opencode-acpx-slow-cancelled.jsonl")
+            .to_str()
+            .unwrap(),
+    ]);
+    let live = sb.path("live");
+    std::fs::create_dir_all(&live).unwrap();
+    let child = Command::new(acptap_bin())
+        .args([
+            "replay",
+            "last",
+            "--as",
+            "client",
+            "--compare",
+            "text",
+            "--cwd",
+        ])
+        .arg(&live)
+        .args(["--grace", "2s", "--", "python3"])
+        .arg(fixture("replay_real/opencode_like_agent.py"))
+        .env("ACPTAP_DB", sb.db())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = finish(child, Duration::from_secs(60));
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{report}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(report.contains("no divergence"), "{report}");
+}
