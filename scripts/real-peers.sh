@@ -20,8 +20,8 @@
 #                 (scripts/real_peers_verify.py), and `acptap check` finds no error
 #   policy        the same session with a policy (scripts/real-peers-policy.toml) that allows reads,
 #                 edits and `ls` inside the project and rejects the `touch` (the rest goes to the client): the
-#                 policy answered, the agent took its answers (what it allowed completed, what it
-#                 rejected did not),
+#                 policy answered, the agent took its answers (what it allowed ran, what it rejected
+#                 did not complete),
 #                 the recording is right and the bytes are transparent (the answered requests aside)
 #   as-agent      the recording replayed as the agent (`acptap replay --as agent`) to each of the four
 #                 clients: it completes (exit 0, or 1 with the divergences said: another client answers
@@ -119,7 +119,12 @@ rows = con.execute("""SELECT p.tool_call_id, p.option_kind, t.status FROM permis
   WHERE p.connection_id = 1 AND p.decided_by = 'policy'""").fetchall()
 asked = con.execute("SELECT count(*) FROM permission_requests WHERE connection_id = 1").fetchone()[0]
 allowed = [r for r in rows if (r[1] or "").startswith("allow")]
-bad = [r for r in allowed if r[2] != "completed"] + [r for r in rows if r not in allowed and r[2] == "completed"]
+# taken: the call ran (the agent reported it running or done; the client may still fail to run it,
+# as the Python gemini example's terminal does); a rejected call never completed
+def ran(call):
+    return con.execute("""SELECT count(*) FROM tool_call_events e JOIN tool_calls t ON t.id = e.tool_call_row
+      WHERE t.connection_id = 1 AND t.tool_call_id = ? AND e.status IN ('in_progress', 'completed')""", (call,)).fetchone()[0] > 0
+bad = [r for r in allowed if not ran(r[0])] + [r for r in rows if r not in allowed and r[2] == "completed"]
 if asked and not rows:
     print("policy-answered-none"); sys.exit(1)
 if bad:
