@@ -687,6 +687,31 @@ fn a_recorded_cancelled_turn_ends_for_a_client_that_never_cancels() {
     assert_eq!(status, Some(0), "{stderr}");
 }
 
+/// `acptap replay last --as client [extra] --cwd LIVE -- python3 AGENT` on `sb`'s database, with
+/// `env` for the agent; its output once it ended (within a minute).
+fn replay_last_as_client_against_python(
+    sb: &Sandbox,
+    live: &std::path::Path,
+    agent: &std::path::Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let child = Command::new(acptap_bin())
+        .args(["replay", "last", "--as", "client"])
+        .args(extra)
+        .arg("--cwd")
+        .arg(live)
+        .args(["--grace", "2s", "--", "python3"])
+        .arg(agent)
+        .env("ACPTAP_DB", sb.db())
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    finish(child, Duration::from_secs(60))
+}
+
 /// Gemini CLI's cancelled turn, replayed as the client with `--compare text` against an agent
 /// that behaves as Gemini did (tests/fixtures/replay_real/): the recording
 /// (gemini-acpx-slow-cancelled.jsonl, a real one) has the agent's `available_commands_update`,
@@ -746,26 +771,13 @@ fn a_replayed_cancel_waits_for_the_turns_own_lines_not_the_sessions_reports() {
         let live = sb.path("live");
         std::fs::create_dir_all(&live).unwrap();
         for commands in ["early", "late"] {
-            let child = Command::new(acptap_bin())
-                .args([
-                    "replay",
-                    "last",
-                    "--as",
-                    "client",
-                    "--compare",
-                    "text",
-                    "--cwd",
-                ])
-                .arg(&live)
-                .args(["--grace", "2s", "--", "python3"])
-                .arg(&agent)
-                .env("ACPTAP_DB", sb.db())
-                .env("GEMINI_LIKE_COMMANDS", commands)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let output = finish(child, Duration::from_secs(60));
+            let output = replay_last_as_client_against_python(
+                &sb,
+                &live,
+                &agent,
+                &["--compare", "text"],
+                &[("GEMINI_LIKE_COMMANDS", commands)],
+            );
             let report = String::from_utf8_lossy(&output.stdout);
             assert_eq!(
                 output.status.code(),
@@ -1490,17 +1502,7 @@ fn replay_as_client_names_the_live_cwd_in_what_the_client_says() {
     sb.acptap(&["import", transcript.to_str().unwrap()]);
     let live = sb.path("live");
     std::fs::create_dir_all(&live).unwrap();
-    let child = Command::new(acptap_bin())
-        .args(["replay", "last", "--as", "client", "--cwd"])
-        .arg(&live)
-        .args(["--grace", "2s", "--", "python3"])
-        .arg(&agent)
-        .env("ACPTAP_DB", sb.db())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = finish(child, Duration::from_secs(60));
+    let output = replay_last_as_client_against_python(&sb, &live, &agent, &[], &[]);
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -1558,25 +1560,9 @@ fn a_cancel_recorded_before_any_line_of_its_turn_waits_for_its_time() {
     ]);
     let live = sb.path("live");
     std::fs::create_dir_all(&live).unwrap();
-    let child = Command::new(acptap_bin())
-        .args([
-            "replay",
-            "last",
-            "--as",
-            "client",
-            "--compare",
-            "text",
-            "--cwd",
-        ])
-        .arg(&live)
-        .args(["--grace", "2s", "--", "python3"])
-        .arg(fixture("replay_real/opencode_like_agent.py"))
-        .env("ACPTAP_DB", sb.db())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = finish(child, Duration::from_secs(60));
+    let agent = fixture("replay_real/opencode_like_agent.py");
+    let output =
+        replay_last_as_client_against_python(&sb, &live, &agent, &["--compare", "text"], &[]);
     let report = String::from_utf8_lossy(&output.stdout);
     assert_eq!(
         output.status.code(),
