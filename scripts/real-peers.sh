@@ -214,19 +214,25 @@ agent_rows() {
     for v in "$rec" "$pol" "$asc" "$asct" "$can"; do case "$v" in -|n/a|ok|ok\ *) ;; *) bad=FAIL ;; esac; done
     case "$asa" in -) ;; */*) n=${asa%%(*}; [ "${n%%/*}" = "${n##*/}" ] || bad=FAIL ;; *) bad=FAIL ;; esac
     printf '%-9s %-10s %-24s %-16s %-10s %-10s %-10s %-8s %s\n' "$a" "$c" "$rec" "$pol" "$asa" "$asc" "$asct" "$can" "$bad" >> "$OUT_ROOT/$a.rows"
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s |%s\n' "$a" "$c" "$rec" "$pol" "$asa" "$asc" "$asct" "$can" "${bad:+ **FAIL** |}" >> "$OUT_ROOT/$a.md"
   done
 }
 
 # JOBS agents at a time (each waits mostly on its agent's start-up and the mock model)
 JOBS="${JOBS:-3}"
 for a in "${AGENTS[@]}"; do
-  rm -f "$OUT_ROOT/$a.rows"
+  rm -f "$OUT_ROOT/$a.rows" "$OUT_ROOT/$a.md"
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 1; done
   agent_rows "$a" &
 done
 wait
 printf '%-9s %-10s %-24s %-16s %-10s %-10s %-10s %-8s\n' AGENT CLIENT RECORD POLICY AS-AGENT AS-CLIENT +TEXT CANCEL
 for a in "${AGENTS[@]}"; do cat "$OUT_ROOT/$a.rows"; done
+{
+  echo '| agent | client | record | policy | as agent | as client | + text | cancel |'
+  echo '|---|---|---|---|---|---|---|---|'
+  for a in "${AGENTS[@]}"; do cat "$OUT_ROOT/$a.md"; done
+} > "$OUT_ROOT/table.md"
 fail=0; cat "$OUT_ROOT"/*.rows | grep -q 'FAIL$' && fail=1
-echo "real-peers: $([ $fail -eq 0 ] && echo PASS || echo FAIL) (acptap $("$ACPTAP" --version | cut -d' ' -f2); details under $OUT_ROOT)"
+echo "real-peers: $([ $fail -eq 0 ] && echo PASS || echo FAIL) (acptap $("$ACPTAP" --version | cut -d' ' -f2); details under $OUT_ROOT, the table as Markdown in $OUT_ROOT/table.md)"
 exit $fail
