@@ -39,7 +39,10 @@ pub struct CheckArgs {
     /// The session's cwd [default: the current directory]
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// The agent's name as its `initialize` answer gives it (e.g. gemini-cli).
+    /// The agent's name as its `initialize` answer gives it (`agentInfo.name`). It changes
+    /// decisions for Claude Code (a name containing `claude`), opencode (`opencode`), fast-agent
+    /// (`fast-agent`), gemini-cli (exactly `gemini-cli`) and kimi-cli (exactly `Kimi Code
+    /// CLI`); case, spaces, an npm `@scope/` and an `@version` do not matter.
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
     /// Print JSON: {"decision", "rule", "optionId", "reason"}.

@@ -30,6 +30,8 @@ pub enum Effect {
     RunsPrograms,
     ChangesConfig,
     LeavesProject,
+    /// A compiler flag other than a lint level, after `cargo clippy --` or `cargo rustc --`.
+    CompilerFlag,
 }
 
 impl fmt::Display for Effect {
@@ -39,11 +41,12 @@ impl fmt::Display for Effect {
             Effect::RunsPrograms => "runs other programs",
             Effect::ChangesConfig => "changes configuration",
             Effect::LeavesProject => "reaches outside the project",
+            Effect::CompilerFlag => "gives the compiler a flag other than a lint level",
         })
     }
 }
 
-use Effect::{ChangesConfig, LeavesProject, RunsPrograms, WritesFiles};
+use Effect::{ChangesConfig, CompilerFlag, LeavesProject, RunsPrograms, WritesFiles};
 
 /// One dangerous word of a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -340,6 +343,73 @@ const CARGO: &[Opt] = &[
         None,
     ),
     ("--message-format --color", Value::Word, None),
+    // `cargo clippy --fix` rewrites the project's sources, as `sed -i` would.
+    ("--fix", Value::No, Some(WritesFiles)),
+];
+
+/// cargo subcommands whose arguments after `--` go to the compiler: clippy-driver, rustc,
+/// rustdoc. Only lint levels are read as harmless there ([`compiler_flags`]). `build`, `check`,
+/// `fix` and `doc` take no such arguments (cargo refuses them): read the same way, they cost
+/// nothing and stay closed if a cargo ever passes them on. Aliases included (`b`, `c`, `d`).
+const CARGO_COMPILER_ARGS: &[&str] = &[
+    "clippy", "rustc", "rustdoc", "build", "b", "check", "c", "fix", "doc", "d",
+];
+
+/// cargo subcommands whose arguments after `--` go to the test binaries (libtest's options).
+const CARGO_TEST_ARGS: &[&str] = &["test", "t", "bench"];
+
+/// libtest's options: `--logfile` writes a file; the rest choose and show tests. Filters
+/// (positionals) are read as paths, which costs a plain test name nothing.
+const LIBTEST: &[Opt] = &[
+    ("--logfile", Value::Path, Some(WritesFiles)),
+    (
+        "--test-threads --skip --format --color --shuffle-seed -Z",
+        Value::Word,
+        None,
+    ),
+];
+
+/// rustc's lint-level flags, the only compiler arguments read as harmless: each takes a lint
+/// name (`--cap-lints` a level), separate or attached (`-D warnings`, `-Dwarnings`,
+/// `--deny=warnings`).
+const LINT_LEVEL_FLAGS: &[&str] = &[
+    "-D",
+    "-W",
+    "-A",
+    "-F",
+    "--deny",
+    "--warn",
+    "--allow",
+    "--forbid",
+    "--force-warn",
+    "--cap-lints",
+];
+
+/// rustc flags whose value is the next word (when not attached).
+const COMPILER_VALUE_FLAGS: &[&str] = &[
+    "-C",
+    "--codegen",
+    "-Z",
+    "-o",
+    "-L",
+    "-l",
+    "--extern",
+    "--emit",
+    "--out-dir",
+    "--sysroot",
+    "--cfg",
+    "--check-cfg",
+    "--crate-type",
+    "--crate-name",
+    "--edition",
+    "--target",
+    "--print",
+    "--error-format",
+    "--json",
+    "--color",
+    "--remap-path-prefix",
+    "--explain",
+    "--env-set",
 ];
 
 const CARGO_DANGEROUS_SUBCOMMANDS: &[&str] = &[
@@ -785,11 +855,7 @@ pub fn analyse(words: &[String]) -> Arguments {
     };
     match spec.special {
         Special::Git => git(words, &mut out),
-        Special::Cargo => with_subcommand(words, spec.options, &mut out, |sub, index, out| {
-            if CARGO_DANGEROUS_SUBCOMMANDS.contains(&sub) {
-                out.dangers.push(danger(index, sub, sub, LeavesProject));
-            }
-        }),
+        Special::Cargo => cargo(words, &mut out),
         Special::Npm => with_subcommand(words, spec.options, &mut out, |sub, index, out| {
             if let Some((_, effect)) = NPM_DANGEROUS_SUBCOMMANDS.iter().find(|(s, _)| *s == sub) {
                 out.dangers.push(danger(index, sub, sub, *effect));
@@ -908,6 +974,8 @@ struct Reader<'a> {
     stop_at_first_positional: bool,
     /// Stop at the first positional and return its index (git and cargo's subcommand).
     subcommand_mode: bool,
+    /// Stop at a `--` read where an option may be, and return its index.
+    end_at_dashes: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -922,6 +990,7 @@ impl<'a> Reader<'a> {
             chdirs: Vec::new(),
             stop_at_first_positional: false,
             subcommand_mode: false,
+            end_at_dashes: false,
         }
     }
 
@@ -945,6 +1014,9 @@ impl<'a> Reader<'a> {
                 continue;
             }
             if word == "--" {
+                if self.end_at_dashes {
+                    return i;
+                }
                 options_ended = true;
                 i += 1;
                 continue;
@@ -1162,6 +1234,168 @@ fn with_subcommand(
     check(&words[at], at, out);
     reader.subcommand_mode = false;
     reader.read(at + 1, out);
+}
+
+/// cargo: its own options, the subcommand, the subcommand's options, and what follows `--`, by
+/// where cargo passes it: the compiler's flags ([`compiler_flags`]: only lint levels), the test
+/// binaries' options ([`LIBTEST`]: `--logfile` writes), or anything else (`cargo run -- ARGS`,
+/// the project's own program; an external subcommand), read as paths. `cargo fmt` without
+/// `--check` and `cargo fix` rewrite the project's sources, like `--fix`.
+fn cargo(words: &[String], out: &mut Arguments) {
+    let mut reader = Reader::new(words, CARGO, Positionals::Paths);
+    reader.subcommand_mode = true;
+    // rustup's `cargo +TOOLCHAIN ...` (first word only) runs another toolchain's cargo: one
+    // installed (or that rustup may fetch) by name, or, by path, any program at all. Granted
+    // by naming it (`["cargo", "+nightly", "clippy"]`); the subcommand is read after it.
+    let mut start = 1;
+    if let Some(toolchain) = words.get(1).filter(|w| w.starts_with('+')) {
+        let effect = if toolchain.contains(['/', '\\']) || toolchain[1..].starts_with(['.', '~']) {
+            RunsPrograms
+        } else {
+            ChangesConfig
+        };
+        out.dangers.push(danger(1, "+TOOLCHAIN", toolchain, effect));
+        start = 2;
+    }
+    let at = reader.read(start, out);
+    let Some(sub) = words.get(at) else {
+        return;
+    };
+    out.subcommand = Some(at);
+    let sub = sub.as_str();
+    let rest = &words[at + 1..];
+    if CARGO_DANGEROUS_SUBCOMMANDS.contains(&sub) {
+        out.dangers.push(danger(at, sub, sub, LeavesProject));
+    }
+    match sub {
+        "fix" => out.dangers.push(danger(at, "fix", sub, WritesFiles)),
+        "fmt" if !rest.iter().any(|w| w == "--check") => {
+            out.dangers.push(danger(at, "fmt", sub, WritesFiles));
+        }
+        _ => {}
+    }
+    reader.subcommand_mode = false;
+    let compiler = CARGO_COMPILER_ARGS.contains(&sub);
+    if !compiler && !CARGO_TEST_ARGS.contains(&sub) {
+        reader.read(at + 1, out);
+        return;
+    }
+    reader.end_at_dashes = true;
+    reader.read(at + 1, out);
+    // After the first `--`, however cargo's own options read it (a `--` taken as an option's
+    // value included: then both readings count).
+    let Some(dashes) = rest.iter().position(|w| w == "--").map(|d| at + 1 + d) else {
+        return;
+    };
+    if compiler {
+        compiler_flags(words, dashes + 1, &reader.chdirs, out);
+    } else {
+        let mut tests = Reader::new(words, LIBTEST, Positionals::Paths);
+        tests.chdirs = reader.chdirs.clone();
+        tests.read(dashes + 1, out);
+    }
+}
+
+/// The arguments cargo passes to the compiler (`cargo clippy -- ARGS`, `cargo rustc -- ARGS`):
+/// a lint level with a lint name is harmless; any other flag (`-C linker=...`, `@argfile`,
+/// `--emit`, `--out-dir`, `--extern`, `-L`, `-Z`, ...) or word is dangerous, and the values it
+/// names are paths (for a rule that grants it).
+fn compiler_flags(words: &[String], start: usize, chdirs: &[String], out: &mut Arguments) {
+    let is_lint = |name: &str| {
+        name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':'))
+    };
+    let mut i = start;
+    while i < words.len() {
+        let word = words[i].as_str();
+        if LINT_LEVEL_FLAGS.contains(&word) {
+            if let Some(lint) = words.get(i + 1).filter(|lint| !is_lint(lint)) {
+                compiler_flag(i + 1, lint, chdirs, out);
+            }
+            i += 2;
+            continue;
+        }
+        let attached = LINT_LEVEL_FLAGS
+            .iter()
+            .find_map(|flag| match flag.strip_prefix("--") {
+                Some(_) => word.strip_prefix(flag)?.strip_prefix('='),
+                None => word.strip_prefix(flag).filter(|lint| !lint.is_empty()),
+            });
+        if attached.is_some_and(is_lint) {
+            i += 1;
+            continue;
+        }
+        compiler_flag(i, word, chdirs, out);
+        let separate = COMPILER_VALUE_FLAGS.contains(&word);
+        match words.get(i + 1) {
+            Some(value) if separate => {
+                compiler_value_paths(i + 1, value, chdirs, out);
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// One compiler argument other than a lint level: its danger, and the paths it may name.
+fn compiler_flag(index: usize, word: &str, chdirs: &[String], out: &mut Arguments) {
+    let name = word.split_once('=').map_or(word, |(name, _)| name);
+    let short = |flag: &str| word.starts_with(flag) && !word.starts_with("--");
+    let (names, effect) = if word.starts_with('@') {
+        ("@FILE", RunsPrograms)
+    } else if short("-C") || name == "--codegen" {
+        ("-C --codegen", RunsPrograms)
+    } else if short("-Z") {
+        ("-Z", ChangesConfig)
+    } else if short("-o") {
+        ("-o", WritesFiles)
+    } else if matches!(name, "--emit" | "--out-dir") {
+        ("--emit --out-dir", WritesFiles)
+    } else if short("-L") || short("-l") || matches!(name, "--extern" | "--sysroot") {
+        ("-L -l --extern --sysroot", LeavesProject)
+    } else {
+        (name, CompilerFlag)
+    };
+    out.dangers.push(danger(index, names, word, effect));
+    compiler_value_paths(index, word, chdirs, out);
+}
+
+/// The paths a compiler argument may name: its value (after a short flag's letter, a long
+/// flag's `=`, an `@`), and each part of it between `=` and `,` (`link-arg=-fuse-ld=/tmp/ld`
+/// names `/tmp/ld`).
+fn compiler_value_paths(index: usize, word: &str, chdirs: &[String], out: &mut Arguments) {
+    let value = if let Some(file) = word.strip_prefix('@') {
+        file
+    } else if word.starts_with("--") {
+        word.split_once('=').map_or("", |(_, value)| value)
+    } else if word.starts_with('-') {
+        word.get(2..).unwrap_or_default()
+    } else {
+        word
+    };
+    let mut push = |path: &str| {
+        if path.is_empty() {
+            return;
+        }
+        out.paths.push(PathArg {
+            index,
+            path: path.to_owned(),
+        });
+        if !path.starts_with(['/', '~']) {
+            for dir in chdirs {
+                out.paths.push(PathArg {
+                    index,
+                    path: format!("{dir}/{path}"),
+                });
+            }
+        }
+    };
+    push(value);
+    if value.contains(['=', ',']) {
+        value.split(['=', ',']).for_each(&mut push);
+    }
 }
 
 fn git(words: &[String], out: &mut Arguments) {
@@ -1555,5 +1789,99 @@ mod tests {
         assert!(paths("echo /etc/passwd").is_empty());
         assert_eq!(paths("head -n 20 README.md"), ["README.md"]);
         assert_eq!(paths("head -20 README.md"), ["README.md"]);
+    }
+
+    /// After `cargo clippy --` (and `rustc`, `build`, `check`...) only lint levels are harmless;
+    /// after `cargo test --` libtest's `--logfile` writes; `cargo run -- ARGS` are paths.
+    #[test]
+    fn cargo_arguments_after_dashes_are_read_by_who_gets_them() {
+        for line in [
+            "cargo clippy -- -D warnings",
+            "cargo clippy --all-targets -- -D warnings -W clippy::pedantic -Aclippy::x",
+            "cargo clippy -- --deny=warnings --allow dead_code --cap-lints warn -Funsafe_code",
+            "cargo clippy -- --force-warn clippy::all --forbid=unused-variables",
+            "cargo rustc -- -D warnings",
+            "cargo test -- --nocapture --test-threads 1 --skip slow foo::bar",
+            "cargo test -p foo -- --exact --format=json -Z unstable-options",
+            "cargo bench -- --bench",
+            "cargo run -- --help",
+            "cargo fmt -- --check",
+            "cargo fmt --check",
+        ] {
+            assert!(dangers(line).is_empty(), "{line}: {:?}", dangers(line));
+        }
+        for (line, names) in [
+            ("cargo clippy -- -C linker=/tmp/x", "-C --codegen"),
+            ("cargo clippy -- -Clinker=/tmp/x", "-C --codegen"),
+            ("cargo clippy -- --codegen=linker=/tmp/x", "-C --codegen"),
+            ("cargo clippy -- -C incremental=/tmp/x", "-C --codegen"),
+            (
+                "cargo clippy -- -C link-arg=-fuse-ld=/tmp/ld",
+                "-C --codegen",
+            ),
+            ("cargo clippy -- @/tmp/args", "@FILE"),
+            ("cargo clippy -- @args", "@FILE"),
+            ("cargo clippy -- --emit=metadata=/tmp/x", "--emit --out-dir"),
+            ("cargo clippy -- --out-dir=/tmp", "--emit --out-dir"),
+            ("cargo clippy -- -o x", "-o"),
+            (
+                "cargo clippy -- --extern foo=/tmp/libfoo.rlib",
+                "-L -l --extern --sysroot",
+            ),
+            ("cargo clippy -- -L/tmp", "-L -l --extern --sysroot"),
+            ("cargo clippy -- -Z unstable-options", "-Z"),
+            ("cargo clippy -- -Zunstable-options", "-Z"),
+            ("cargo clippy -- --test", "--test"),
+            ("cargo clippy -- --fix", "--fix"),
+            ("cargo clippy -- -D warnings --cfg x", "--cfg"),
+            ("cargo clippy -- -W -C linker=/tmp/x", "-C"),
+            ("cargo clippy -- -D /etc/passwd", "/etc/passwd"),
+            ("cargo rustc -- -C linker=/tmp/x", "-C --codegen"),
+            ("cargo rustdoc -- -C linker=/tmp/x", "-C --codegen"),
+            ("cargo build -- -C linker=/tmp/x", "-C --codegen"),
+            ("cargo check -- -C linker=/tmp/x", "-C --codegen"),
+            ("cargo c -- -C linker=/tmp/x", "-C --codegen"),
+            // A `--` that cargo's reading takes as `-p`'s value: the arguments after it count.
+            ("cargo clippy -p -- -C linker=/tmp/x", "-C --codegen"),
+            ("cargo test -- --logfile /tmp/x", "--logfile"),
+            ("cargo test -- --logfile=target/x", "--logfile"),
+            ("cargo t -- --logf=x", "--logfile"),
+            ("cargo bench -- --logfile x", "--logfile"),
+            ("cargo clippy --fix", "--fix"),
+            ("cargo clippy --fix --allow-dirty", "--fix"),
+            ("cargo fix", "fix"),
+            ("cargo fmt", "fmt"),
+            ("cargo fmt --all", "fmt"),
+            ("cargo +nightly clippy -- -C linker=/tmp/x", "-C --codegen"),
+            ("cargo +nightly install x", "install"),
+            ("cargo +/tmp/toolchain build", "+TOOLCHAIN"),
+            ("cargo +./tc build", "+TOOLCHAIN"),
+        ] {
+            let found = dangers(line);
+            assert!(
+                found.iter().any(|n| n == names || n.starts_with(names)),
+                "{line}: {found:?}"
+            );
+        }
+        let paths_of = |line: &str| paths(line);
+        assert!(paths_of("cargo clippy -- -C linker=/tmp/x").contains(&"/tmp/x".to_owned()));
+        assert!(
+            paths_of("cargo clippy -- -C link-arg=-fuse-ld=/tmp/ld")
+                .contains(&"/tmp/ld".to_owned())
+        );
+        assert!(paths_of("cargo clippy -- @/tmp/args").contains(&"/tmp/args".to_owned()));
+        assert!(paths_of("cargo clippy -- --emit=metadata=/tmp/x").contains(&"/tmp/x".to_owned()));
+        assert!(paths_of("cargo clippy -- -L/tmp").contains(&"/tmp".to_owned()));
+        assert!(paths_of("cargo clippy -- -C link-args=a,/tmp/b").contains(&"/tmp/b".to_owned()));
+        assert_eq!(paths_of("cargo test -- --logfile /tmp/x"), ["/tmp/x"]);
+        assert_eq!(paths_of("cargo run -- /etc/passwd"), ["/etc/passwd"]);
+        assert_eq!(paths_of("cargo -C sub test -- x"), ["sub", "x", "sub/x"]);
+        assert_eq!(
+            dangers("cargo +nightly clippy -- -D warnings"),
+            ["+TOOLCHAIN"]
+        );
+        assert_eq!(analyse(&words("cargo +nightly clippy")).subcommand, Some(2));
+        // Lint names are not paths.
+        assert!(paths_of("cargo clippy -- -D warnings").is_empty());
     }
 }

@@ -21,16 +21,18 @@
 //! partial), with every path it touches normalised (`paths.rs`), and its shell command, if it
 //! carries one, analysed (`shell.rs`): `rawInput.command` as a string (claude-agent-acp) or an
 //! argv array (codex-acp). gemini-cli sends no rawInput for shell calls and puts the command in the
-//! title; for that agent only (as identified in `initialize`), the title of an `execute` call
-//! stands for its command; fast-agent's `rawInput.args` completes an argv, and kimi-cli's only
-//! content text (``Run command `CMD` ``) is its command. Each sub-command is then read with the
-//! command table (`commands.rs`): its dangerous options and its path arguments, resolved in every
-//! directory it may run in (the call's working directory, then `cd`). Where a call names no
-//! directory, the agent's dialect says where it runs (`paths::unnamed_workdir`): the session's
-//! cwd, somewhere below it (Claude Code's persistent shell), or nowhere known (opencode). An allow rule with `command` grants a
+//! title; for that agent only (as identified in `initialize`, its name normalised: `agents.rs`),
+//! the title of an `execute` call stands for its command; fast-agent's `rawInput.args` completes
+//! an argv, and kimi-cli's only content text (``Run command `CMD` ``) is its command. Each
+//! sub-command is then read with the command table (`commands.rs`): its dangerous options and its
+//! path arguments, resolved in every directory it may run in (the call's working directory, then
+//! `cd`). Where a call names no directory, the agent's dialect says where it runs
+//! (`agents::Dialect`): the session's cwd, somewhere below it (Claude Code's persistent shell), or
+//! nowhere known (opencode). An allow rule with `command` grants a
 //! sub-command only without dangers it does not name, with every path inside its `paths` (or
 //! `${cwd}`), and with no environment variable it does not list.
 
+pub mod agents;
 pub mod commands;
 pub mod guards;
 pub mod paths;
@@ -47,14 +49,12 @@ use serde_json::Value;
 use crate::protocol::Version;
 use crate::protocol::state::PermissionShapes;
 use crate::protocol::toolcall::{ToolCall, UpdateKind};
+use agents::{Dialect, Unnamed};
 use commands::Danger;
 use guards::Guards;
 use rules::InputMatcher;
 pub use rules::{Decision, EXAMPLE_CWD, Origin, PolicyError, PolicySet, Rule};
 use shell::Opaque;
-
-/// The agents whose `execute` titles are their commands, verbatim (see the module doc).
-const TITLE_IS_COMMAND_AGENTS: &[&str] = &["gemini-cli"];
 
 /// The command of a kimi-cli Shell call: it sends no kind and no rawInput, and its permission
 /// request's only content is the text `Requesting approval to perform: Run command `CMD``
@@ -307,7 +307,8 @@ impl DecisionInput {
         let named = named_known.map(|k| named_call_running(k, &call));
         for (other, what) in [(v1, "v1 `toolCall`"), (named, "tool call it names")] {
             let Some(other) = other else { continue };
-            if let Some(difference) = disagreement(&call, &other, judged, context.cwd) {
+            let dialect = Dialect::of(context.agent);
+            if let Some(difference) = disagreement(&call, &other, judged, context.cwd, &dialect) {
                 leave(
                     &mut input,
                     format!(
@@ -465,7 +466,13 @@ fn command_call(subject: &Value) -> Result<Value, String> {
 
 /// What two readings of one request must agree on: the kind, the command, where it runs, and
 /// (for a tool-call subject) the paths. `None`: they agree.
-fn disagreement(judged: &Value, other: &Value, how: &str, cwd: Option<&Path>) -> Option<String> {
+fn disagreement(
+    judged: &Value,
+    other: &Value,
+    how: &str,
+    cwd: Option<&Path>,
+    dialect: &Dialect,
+) -> Option<String> {
     let text =
         |v: Option<&Value>| v.map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
     let kind = |call: &Value| text(call.get("kind")).unwrap_or_else(|| "other".into());
@@ -479,8 +486,10 @@ fn disagreement(judged: &Value, other: &Value, how: &str, cwd: Option<&Path>) ->
         let show = |c: Option<String>| c.map_or_else(|| "none".to_owned(), |c| format!("`{c}`"));
         return Some(format!("command {} against {}", show(a), show(b)));
     }
-    let place = |call: &Value| -> Vec<Option<PathBuf>> {
-        let dirs = paths::workdirs(call.get("rawInput"), call.get("content"));
+    // The subject's `cwd` is the protocol's; the other reading is the agent's own request.
+    let subject = dialect.for_command_subject();
+    let place = |call: &Value, dialect: &Dialect| -> Vec<Option<PathBuf>> {
+        let dirs = paths::workdirs(call.get("rawInput"), call.get("content"), dialect);
         if dirs.is_empty() {
             return vec![cwd.map(Path::to_owned)];
         }
@@ -489,7 +498,12 @@ fn disagreement(judged: &Value, other: &Value, how: &str, cwd: Option<&Path>) ->
             .collect()
     };
     if a.is_some() {
-        let (a, b) = (place(judged), place(other));
+        let judged_dialect = if how == "subject:command" {
+            &subject
+        } else {
+            dialect
+        };
+        let (a, b) = (place(judged, judged_dialect), place(other, dialect));
         if a != b {
             let show = |dirs: &[Option<PathBuf>]| {
                 dirs.iter()
@@ -609,24 +623,24 @@ const FAST_AGENT_RELATIVE_CWD: &str =
     "its `cwd` is relative, and fast-agent gives it to the client's terminal as it is";
 
 /// Where a command runs: the directories the call names (`named`, from [`paths::workdirs`]),
-/// else where the agent runs one it does not name ([`paths::unnamed_workdir`]): the session's
+/// else where the agent runs one it does not name ([`Dialect::unnamed`]): the session's
 /// cwd; somewhere below it (Claude Code: relative paths cannot be placed, and the cwd and a
 /// stand-in two levels below it must both be inside the rule's bounds); or nowhere known.
 fn command_place(
     named: &[Result<String, String>],
-    agent: Option<&str>,
+    dialect: &Dialect,
     cwd: Option<&Path>,
     home: Option<&Path>,
 ) -> Place {
     if named.is_empty() {
         let here = || cwd.map(Path::to_owned);
-        return match paths::unnamed_workdir(agent) {
-            paths::Unnamed::SessionCwd => Place {
+        return match dialect.unnamed {
+            Unnamed::SessionCwd => Place {
                 workdirs: vec![here()],
                 bounds: vec![here()],
                 unplaced: None,
             },
-            paths::Unnamed::InsideSessionCwd => Place {
+            Unnamed::InsideSessionCwd => Place {
                 workdirs: vec![None],
                 bounds: vec![
                     here(),
@@ -637,14 +651,14 @@ fn command_place(
                 ],
                 unplaced: Some(CLAUDE_SHELL_MOVES),
             },
-            paths::Unnamed::Unknown => Place {
+            Unnamed::Unknown => Place {
                 workdirs: vec![None],
                 bounds: vec![None],
                 unplaced: Some(OPENCODE_WORKDIR_UNSAID),
             },
         };
     }
-    let relative_ok = paths::relative_workdir_placeable(agent);
+    let relative_ok = dialect.relative_workdir_placeable;
     let mut unplaced = None;
     let dirs: Vec<Option<PathBuf>> = named
         .iter()
@@ -768,12 +782,14 @@ impl Policy {
         let Some(Value::Object(call)) = &input.tool_call else {
             return ask(None, "not about a tool call: left to the user".into());
         };
-        let verdict = self.judge_call(call, input, options);
+        // A v2 command subject's `cwd` is the protocol's field, not the agent's rawInput.
+        let subject = input.judged.as_deref() == Some("subject:command");
+        let verdict = self.judge_call(call, input, options, subject);
         for (what, other) in &input.must_agree {
             let Value::Object(other) = other else {
                 return ask(None, format!("the {what} cannot be read: left to the user"));
             };
-            let alone = self.judge_call(other, input, options);
+            let alone = self.judge_call(other, input, options, false);
             if alone.decision != verdict.decision {
                 return ask(
                     None,
@@ -793,6 +809,7 @@ impl Policy {
         call: &serde_json::Map<String, Value>,
         input: &DecisionInput,
         options: Option<&Value>,
+        command_subject: bool,
     ) -> Verdict {
         let (merged, _) = ToolCall::create(call, UpdateKind::PermissionRequest);
         if merged.finished {
@@ -824,12 +841,16 @@ impl Policy {
             ..Default::default()
         };
         let cwd = context.cwd.map(canonical);
-        let view = self.view(&merged, cwd.as_deref(), context.agent);
+        let mut dialect = Dialect::of(context.agent);
+        if command_subject {
+            dialect = dialect.for_command_subject();
+        }
+        let view = self.view(&merged, cwd.as_deref(), &dialect);
         let outcome = self.evaluate(&view, cwd.as_deref());
         finish(outcome, options)
     }
 
-    fn view(&self, call: &ToolCall, cwd: Option<&Path>, agent: Option<&str>) -> View {
+    fn view(&self, call: &ToolCall, cwd: Option<&Path>, dialect: &Dialect) -> View {
         let home = self.home.as_deref();
         let mut kind = call.text("kind");
         let raw_input = call.get("rawInput").cloned();
@@ -863,16 +884,12 @@ impl Policy {
                 "{command} with rawInput.args {args}"
             ))),
             (Some(other), None) => Some(Script::Unreadable(other.to_string())),
-            (None, _)
-                if kind.as_deref() == Some("execute")
-                    && agent.is_some_and(|a| TITLE_IS_COMMAND_AGENTS.contains(&a)) =>
-            {
+            (None, _) if kind.as_deref() == Some("execute") && dialect.gemini => {
                 title.clone().map(Script::Line)
             }
             // kimi-cli sends its Shell calls without a kind (read as `other`): they run a command.
             (None, _)
-                if matches!(kind.as_deref(), None | Some("other" | "execute"))
-                    && agent == Some(paths::KIMI_CLI) =>
+                if matches!(kind.as_deref(), None | Some("other" | "execute")) && dialect.kimi =>
             {
                 kimi_command(call.get("content")).map(|line| {
                     kind = Some("execute".to_owned());
@@ -884,8 +901,8 @@ impl Policy {
         let mut all_paths = Vec::new();
         let mut unplaced = None;
         let command = script.map(|script| {
-            let named = paths::workdirs(raw_input.as_ref(), call.get("content"));
-            let place = command_place(&named, agent, cwd, home);
+            let named = paths::workdirs(raw_input.as_ref(), call.get("content"), dialect);
+            let place = command_place(&named, dialect, cwd, home);
             unplaced = place.unplaced;
             let (workdirs, bounds) = (place.workdirs, place.bounds);
             call_paths.extend(bounds);
@@ -1251,7 +1268,7 @@ impl Policy {
                 continue;
             };
             let (call, _) = ToolCall::create(map, UpdateKind::ToolCall);
-            let view = self.view(&call, Some(cwd), None);
+            let view = self.view(&call, Some(cwd), &Dialect::default());
             let matched = self.matches(index, rule, &view, Some(cwd));
             results.push(CheckResult {
                 name: format!(
@@ -1730,12 +1747,12 @@ mod tests {
             (verdict.decision, verdict.rule)
         };
         assert_eq!(
-            decide("cargo test", paths::KIMI_CLI),
+            decide("cargo test", agents::KIMI_CLI),
             (Decision::Allow, Some("tests".into()))
         );
-        assert_eq!(decide("rm -rf build", paths::KIMI_CLI).0, Decision::Ask);
+        assert_eq!(decide("rm -rf build", agents::KIMI_CLI).0, Decision::Ask);
         assert_eq!(
-            decide("cd /tmp/attacker && cargo test", paths::KIMI_CLI).0,
+            decide("cd /tmp/attacker && cargo test", agents::KIMI_CLI).0,
             Decision::Ask
         );
         // Not kimi-cli: the text is prose, and the call is the `other` call it says it is.
@@ -1763,7 +1780,7 @@ mod tests {
                 "options": [{"optionId": "ok", "name": "Allow Once", "kind": "allow_once"}]});
             let context = Context {
                 cwd: Some(dir.path()),
-                agent: Some(paths::FAST_AGENT),
+                agent: Some(agents::FAST_AGENT),
                 version: None,
             };
             policy.decide(&params, None, context).decision

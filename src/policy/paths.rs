@@ -8,6 +8,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
+use super::agents::Dialect;
+
 /// rawInput keys whose string value is a path the tool touches. Agents name them differently
 /// (claude: `file_path`, `notebook_path`, `path`; codex: `cwd`, and the keys of `changes`).
 const PATH_KEYS: &[&str] = &[
@@ -69,64 +71,8 @@ const PATH_KEY_FRAGMENTS: &[&str] = &[
     "path", "file", "dir", "folder", "cwd", "target", "dest", "source", "src", "location", "root",
 ];
 
-/// rawInput keys that say where a command runs (claude: none; codex: `cwd`; gemini:
-/// `dir_path`, earlier `directory`; others `workdir`, `working_directory`).
-const WORKDIR_KEYS: &[&str] = &[
-    "cwd",
-    "workdir",
-    "working_directory",
-    "dir_path",
-    "directory",
-];
-
-/// Where an agent's shell command runs when its request names no directory (no working-directory
-/// key in rawInput, no bracketed directory in its content): see [`unnamed_workdir`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unnamed {
-    /// The session's cwd: the agent runs each command there (a fresh process, or a terminal the
-    /// client opens there).
-    SessionCwd,
-    /// Some directory inside the session's cwd, not known which: the agent keeps one shell
-    /// whose directory persists between calls and sends it back to the session's cwd only when
-    /// it leaves it. Relative paths cannot be placed; the directory itself is inside.
-    InsideSessionCwd,
-    /// Not known at all: the agent's permission request leaves out a directory it may use.
-    Unknown,
-}
-
-/// `agentInfo.name` of the agents whose permission requests were checked against real captures
-/// (docs/policy.md, "How each agent names a command's directory").
-pub const CLAUDE_AGENT_ACP: &str = "@zed-industries/claude-agent-acp";
-/// claude-agent-acp's name before its rename (same Bash tool).
-pub const CLAUDE_CODE_ACP: &str = "@zed-industries/claude-code-acp";
-pub const OPENCODE: &str = "OpenCode";
-pub const FAST_AGENT: &str = "fast-agent-acp";
-pub const KIMI_CLI: &str = "Kimi Code CLI";
-
-/// Where a command runs when the request names no directory, by the agent's name (see
-/// [`Unnamed`]). Claude Code keeps one shell per session: `cd sub` in one Bash call (which it
-/// runs without asking) leaves the next call in `sub`, and a `cd` out of the project is undone
-/// after the call ("Shell cwd was reset to ..."), symlinks followed. opencode's bash permission
-/// request carries only `{"command"}`: its `workdir` argument (absolute, relative, or a directory
-/// opencode pre-approves such as its temporary directory) shows only after the answer. Every
-/// other agent runs each command afresh in the session's cwd, or names the directory.
-pub fn unnamed_workdir(agent: Option<&str>) -> Unnamed {
-    match agent {
-        Some(CLAUDE_AGENT_ACP | CLAUDE_CODE_ACP) => Unnamed::InsideSessionCwd,
-        Some(OPENCODE) => Unnamed::Unknown,
-        _ => Unnamed::SessionCwd,
-    }
-}
-
-/// Whether a relative working directory the agent names can be placed against the session's
-/// cwd. fast-agent passes its `cwd` argument as it is to the client's `terminal/create`, whose
-/// `cwd` the protocol says is absolute: a client resolves a relative one against its own
-/// process directory (or refuses it), which the policy cannot know.
-pub fn relative_workdir_placeable(agent: Option<&str>) -> bool {
-    agent != Some(FAST_AGENT)
-}
-
-/// The stand-in for "a directory somewhere below the session's cwd" ([`Unnamed::InsideSessionCwd`]):
+/// The stand-in for "a directory somewhere below the session's cwd"
+/// ([`super::agents::Unnamed::InsideSessionCwd`]):
 /// checked against a rule's bounds beside the cwd itself, so that only bounds that hold every
 /// directory below it (`${cwd}/**`) allow the command.
 pub const ANY_DIRECTORY_BELOW: &str = "<any directory below>";
@@ -221,6 +167,11 @@ pub fn tool_call_paths(
     };
     for (key, value) in input {
         let known = PATH_KEYS.contains(&key.as_str()) || key == "paths";
+        // A key that is itself a path (`{"/home/u/.bashrc": "x"}`) names it, as a value would.
+        if looks_like_a_path(key) {
+            out.unrecognised.push(key.clone());
+            push(&mut out, key);
+        }
         if key == "changes" {
             match value {
                 Value::Object(changes) => {
@@ -263,11 +214,20 @@ pub fn tool_call_paths(
                     push(&mut out, s);
                 }
             }
-            None if known || named_like_a_path => out.unreadable.push(key.clone()),
+            None if known || named_like_a_path => {
+                // Never allowed; what it names inside is still seen by deny rules and guards
+                // (`{"roots": {"~/.ssh": {...}}}`).
+                out.unreadable.push(key.clone());
+                let mut nested = Vec::new();
+                nested_paths(value, 0, true, &mut nested);
+                for s in nested {
+                    push(&mut out, s);
+                }
+            }
             None => {
                 // A path one level down (`{"where": {"deep": "/etc/shadow"}}`) is still a path.
                 let mut nested = Vec::new();
-                if !nested_paths(value, 0, &mut nested) {
+                if !nested_paths(value, 0, false, &mut nested) {
                     out.unreadable.push(key.clone());
                 } else if !nested.is_empty() {
                     out.unrecognised.push(key.clone());
@@ -395,12 +355,13 @@ fn field_paths<'a>(key: &str, value: &'a Value, out: &mut Vec<&'a str>) -> bool 
         return true;
     }
     let lower = key.to_ascii_lowercase();
+    let named = PATH_KEY_FRAGMENTS.iter().any(|f| lower.contains(f));
     match value {
-        Value::String(s) if PATH_KEY_FRAGMENTS.iter().any(|f| lower.contains(f)) => {
+        Value::String(s) if named => {
             out.push(s);
             true
         }
-        _ => nested_paths(value, 1, out),
+        _ => nested_paths(value, 1, named, out),
     }
 }
 
@@ -412,28 +373,35 @@ fn looks_like_a_path(s: &str) -> bool {
 }
 
 /// Collects the path-like strings inside an object or array of a rawInput value (skipping
-/// [`TEXT_KEYS`], taking every string under a key named like a path). `false` when the value
-/// nests deeper than [`MAX_NESTING`].
-fn nested_paths<'a>(value: &'a Value, depth: usize, out: &mut Vec<&'a str>) -> bool {
+/// [`TEXT_KEYS`], taking every string under a key named like a path), and the object keys that
+/// are paths: a key shaped like one (`{"edits": {"/root/.ssh/authorized_keys": {...}}}`), and
+/// any key of an object that a key named like a path holds (`{"files": {"escape/x": {...}}}`),
+/// exactly as a string value in those places would be. `named`: the value is held by a key
+/// named like a path (through lists). `false` when the value nests deeper than [`MAX_NESTING`].
+fn nested_paths<'a>(value: &'a Value, depth: usize, named: bool, out: &mut Vec<&'a str>) -> bool {
     if depth > MAX_NESTING {
         return false;
     }
     match value {
-        Value::String(s) if looks_like_a_path(s) => out.push(s),
+        Value::String(s) if named || looks_like_a_path(s) => out.push(s),
         Value::Array(items) => {
-            return items.iter().all(|item| nested_paths(item, depth + 1, out));
+            return items
+                .iter()
+                .all(|item| nested_paths(item, depth + 1, named, out));
         }
         Value::Object(map) => {
             for (key, item) in map {
+                if named || looks_like_a_path(key) {
+                    out.push(key);
+                }
                 if TEXT_KEYS.contains(&key.as_str()) {
                     continue;
                 }
                 let lower = key.to_ascii_lowercase();
-                if let (Value::String(s), true) =
-                    (item, PATH_KEY_FRAGMENTS.iter().any(|f| lower.contains(f)))
-                {
+                let key_named = PATH_KEY_FRAGMENTS.iter().any(|f| lower.contains(f));
+                if let (Value::String(s), true) = (item, key_named) {
                     out.push(s);
-                } else if !nested_paths(item, depth + 1, out) {
+                } else if !nested_paths(item, depth + 1, key_named, out) {
                     return false;
                 }
             }
@@ -443,16 +411,24 @@ fn nested_paths<'a>(value: &'a Value, depth: usize, out: &mut Vec<&'a str>) -> b
     true
 }
 
-/// Where a command says it runs: rawInput's working-directory keys, and the directory gemini-cli
-/// (and Qwen Code's titles) put at the start of a shell call's content text: `[current working
-/// directory DIR]` (the agent's cwd) or `[in DIR]` (the tool's `dir_path`, maybe relative). A
-/// content text that opens with another bracketed form naming a path, or whose directory cannot
-/// be told apart from what follows it (a `]` inside), cannot be placed: `Err(key)`, as for a
-/// value that is not a string, so the call is never allowed on the session's cwd.
-pub fn workdirs(raw_input: Option<&Value>, content: Option<&Value>) -> Vec<Result<String, String>> {
+/// Where a command says it runs: the rawInput keys the agent's dialect names a working directory
+/// with ([`Dialect::workdir_keys`]), and, for gemini-cli, the directory at the start of a shell
+/// call's content text: `[current working directory DIR]` (the agent's cwd) or `[in DIR]` (the
+/// tool's `dir_path`, maybe relative). A content text that opens with another bracketed form
+/// naming a path, or whose directory cannot be told apart from what follows it (a `]` inside),
+/// cannot be placed: `Err(key)`, as for a value that is not a string, so the call is never
+/// allowed on the session's cwd. From any other agent, a content text that opens with a
+/// bracketed directory cannot be placed either: its content is not where it says it runs (it is
+/// the model's description of the call in Claude Code), and an agent that works like gemini-cli
+/// under another name would run the command there.
+pub fn workdirs(
+    raw_input: Option<&Value>,
+    content: Option<&Value>,
+    dialect: &Dialect,
+) -> Vec<Result<String, String>> {
     let mut out = Vec::new();
     if let Some(input) = raw_input.and_then(Value::as_object) {
-        for key in WORKDIR_KEYS {
+        for key in dialect.workdir_keys {
             match input.get(*key) {
                 Some(Value::String(dir)) => out.push(Ok(dir.clone())),
                 None | Some(Value::Null) => {}
@@ -465,8 +441,15 @@ pub fn workdirs(raw_input: Option<&Value>, content: Option<&Value>) -> Vec<Resul
             .get("content")
             .and_then(|c| c.get("text"))
             .and_then(Value::as_str);
-        if let Some(found) = text.and_then(bracketed_directory) {
-            out.push(found.map_err(|()| "content[].content.text".to_owned()));
+        match text.and_then(bracketed_directory) {
+            Some(found) if dialect.gemini => {
+                out.push(found.map_err(|()| "content[].content.text".to_owned()))
+            }
+            Some(_) => out.push(Err(
+                "content[].content.text (a bracketed directory, read for gemini-cli only)"
+                    .to_owned(),
+            )),
+            None => {}
         }
     }
     out
@@ -510,11 +493,16 @@ mod workdir_tests {
     use super::*;
     use serde_json::json;
 
-    fn dirs(text: &str) -> Vec<Result<String, String>> {
+    fn dirs_of(agent: Option<&str>, text: &str) -> Vec<Result<String, String>> {
         workdirs(
             None,
             Some(&json!([{"type": "content", "content": {"type": "text", "text": text}}])),
+            &Dialect::of(agent),
         )
+    }
+
+    fn dirs(text: &str) -> Vec<Result<String, String>> {
+        dirs_of(Some(crate::policy::agents::GEMINI_CLI), text)
     }
 
     /// Gemini CLI's two forms (its shell tool's `getContextualDetails`), and what is unreadable.
@@ -540,35 +528,43 @@ mod workdir_tests {
         assert!(dirs("Ran `ls`").is_empty());
     }
 
-    /// Where an unnamed directory is, per agent (as the captures showed): Claude Code's shell
-    /// persists inside the project, opencode's request leaves its `workdir` out, the others run
-    /// each command in the session's cwd; fast-agent's relative `cwd` goes to the client as is.
+    /// Only gemini-cli's content text says where it runs: from any other agent a bracketed
+    /// directory cannot be placed (Claude Code's content is the model's description).
     #[test]
-    fn each_agent_has_its_unnamed_directory() {
-        assert_eq!(
-            unnamed_workdir(Some(CLAUDE_AGENT_ACP)),
-            Unnamed::InsideSessionCwd
-        );
-        assert_eq!(
-            unnamed_workdir(Some(CLAUDE_CODE_ACP)),
-            Unnamed::InsideSessionCwd
-        );
-        assert_eq!(unnamed_workdir(Some(OPENCODE)), Unnamed::Unknown);
+    fn other_agents_bracketed_directories_are_not_placed() {
         for agent in [
             None,
-            Some("codex-acp"),
-            Some("gemini-cli"),
+            Some("claude-agent-acp"),
             Some("qwen-code"),
-            Some(FAST_AGENT),
-            Some(KIMI_CLI),
-            Some("@mistralai/mistral-vibe"),
-            Some("pi-acp"),
+            Some("gemini"),
         ] {
-            assert_eq!(unnamed_workdir(agent), Unnamed::SessionCwd, "{agent:?}");
+            let found = dirs_of(agent, "[current working directory /home/user/project] (x)");
+            assert!(matches!(found.as_slice(), [Err(_)]), "{agent:?}: {found:?}");
+            assert!(dirs_of(agent, "[background] done").is_empty());
+            assert!(dirs_of(agent, "Run: ls").is_empty());
         }
-        assert!(!relative_workdir_placeable(Some(FAST_AGENT)));
-        assert!(relative_workdir_placeable(Some(OPENCODE)));
-        assert!(relative_workdir_placeable(None));
+    }
+
+    /// opencode names its directory `workdir` only: its `cwd` is opencode's own directory. Every
+    /// other agent's working-directory keys are all read.
+    #[test]
+    fn opencode_reads_only_its_workdir() {
+        let input = json!({"command": "cargo test", "cwd": "/p", "directory": "/q"});
+        let opencode = Dialect::of(Some("OpenCode"));
+        assert!(workdirs(Some(&input), None, &opencode).is_empty());
+        let both = json!({"command": "cargo test", "cwd": "/p", "workdir": "sub"});
+        assert_eq!(
+            workdirs(Some(&both), None, &opencode),
+            [Ok("sub".to_owned())]
+        );
+        assert_eq!(
+            workdirs(Some(&input), None, &opencode.for_command_subject()),
+            [Ok("/p".to_owned()), Ok("/q".to_owned())]
+        );
+        assert_eq!(
+            workdirs(Some(&input), None, &Dialect::of(Some("codex-acp"))),
+            [Ok("/p".to_owned()), Ok("/q".to_owned())]
+        );
     }
 }
 

@@ -1014,7 +1014,7 @@ mod tests {
             writes: true,
         };
         for live in [".", "rel/dir"] {
-            let mut g = Gate::new(allow.clone());
+            let mut g = Gate::new(allow);
             g.cwds.push(("/rec/proj".into(), live.into()));
             for method in ["fs/write_text_file", "fs/read_text_file"] {
                 let line = format!(

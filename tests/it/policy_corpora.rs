@@ -100,21 +100,23 @@ impl Scratch {
         }
     }
 
-    /// Replaces the placeholders in every string of `value`.
+    /// Replaces the placeholders in every string of `value`, object keys included (a key may
+    /// be a path: `{"edits": {"${home}/.ssh/authorized_keys": ...}}`).
     pub fn substitute(&self, value: &Value, cwd: &Path) -> Value {
+        let text = |s: &str| {
+            s.replace("${cwd}", &cwd.to_string_lossy())
+                .replace("${project}", &self.project.to_string_lossy())
+                .replace("${home}", &self.home.to_string_lossy())
+                .replace("${outside}", &self.outside.to_string_lossy())
+        };
         match value {
-            Value::String(s) => Value::String(
-                s.replace("${cwd}", &cwd.to_string_lossy())
-                    .replace("${project}", &self.project.to_string_lossy())
-                    .replace("${home}", &self.home.to_string_lossy())
-                    .replace("${outside}", &self.outside.to_string_lossy()),
-            ),
+            Value::String(s) => Value::String(text(s)),
             Value::Array(items) => {
                 Value::Array(items.iter().map(|v| self.substitute(v, cwd)).collect())
             }
             Value::Object(map) => Value::Object(
                 map.iter()
-                    .map(|(k, v)| (k.clone(), self.substitute(v, cwd)))
+                    .map(|(k, v)| (text(k), self.substitute(v, cwd)))
                     .collect(),
             ),
             other => other.clone(),
@@ -241,13 +243,17 @@ fn v2_request(tool_call: &Value, shape: Shape, cwd: &Path, agent: Option<&str>) 
             let command = match input.and_then(|i| i.get("command")) {
                 Some(Value::String(command)) => command.clone(),
                 // gemini-cli's execute titles are their commands.
-                None if agent == Some("gemini-cli") => title,
+                None if acptap::policy::agents::Dialect::of(agent).gemini => title,
                 _ => return None,
             };
             let mut dir = None;
+            let dialect = acptap::policy::agents::Dialect::of(agent);
             for (key, value) in input.into_iter().flatten() {
                 match (key.as_str(), value) {
                     ("command", _) => {}
+                    // A key this agent does not place its commands with (opencode's `cwd` is
+                    // its own directory): the subject's cwd would say more than the request.
+                    (key, _) if !dialect.workdir_keys.contains(&key) => return None,
                     // A plain relative directory (opencode's `workdir: "sub"`) has no v2 form:
                     // the subject's cwd is absolute.
                     ("cwd" | "workdir" | "directory", Value::String(d))
@@ -264,11 +270,11 @@ fn v2_request(tool_call: &Value, shape: Shape, cwd: &Path, agent: Option<&str>) 
                 }
             }
             // A v1 request that names no directory runs where the agent's dialect says
-            // (`paths::unnamed_workdir`); only "the session's cwd" has a command form.
+            // (`agents::Dialect`); only "the session's cwd" has a command form.
             let dir = match dir {
                 Some(dir) => dir,
-                None if acptap::policy::paths::unnamed_workdir(agent)
-                    == acptap::policy::paths::Unnamed::SessionCwd =>
+                None if acptap::policy::agents::Dialect::of(agent).unnamed
+                    == acptap::policy::agents::Unnamed::SessionCwd =>
                 {
                     cwd.to_path_buf()
                 }

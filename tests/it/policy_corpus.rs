@@ -564,3 +564,156 @@ fn the_policies_in_the_reference_load_and_pass() {
         "only {checked} policies found in docs/policy.md"
     );
 }
+
+/// What cargo passes on after `--` is read by who gets it, and rewriting the sources needs a
+/// grant: `cargo clippy --fix`, `cargo fix` and `cargo fmt` (without `--check`) are allowed only
+/// by a rule that names them (in its prefix or its `options`), like `sed -i`.
+#[test]
+fn cargo_rewrites_and_compiler_flags_need_a_grant() {
+    let rule = |id: &str, body: &str| {
+        format!("[[rule]]\nid = \"{id}\"\ndecision = \"allow\"\nkind = \"execute\"\n{body}\n")
+    };
+    let decide = |p: &Project, line: &str| p.decide(exec(json!(line)));
+    let any_cargo = Project::new(&rule("cargo", "command = [[\"cargo\"]]"));
+    for line in [
+        "cargo clippy -- -D warnings -W clippy::pedantic",
+        "cargo test -- --nocapture --test-threads 2",
+        "cargo fmt --check",
+        "cargo fmt -- --check",
+        "cargo run -- --help",
+    ] {
+        let verdict = decide(&any_cargo, line);
+        assert_eq!(
+            verdict.decision,
+            Decision::Allow,
+            "{line}: {}",
+            verdict.reason
+        );
+    }
+    for line in [
+        "cargo clippy --fix",
+        "cargo fix",
+        "cargo fmt",
+        "cargo clippy -- -C linker=/tmp/x",
+        "cargo clippy -- -C opt-level=3",
+        "cargo rustc -- @/tmp/args",
+        "cargo test -- --logfile log.txt",
+        "cargo bench -- --logfile /tmp/x",
+        "cargo run -- /etc/passwd",
+    ] {
+        let verdict = decide(&any_cargo, line);
+        assert_eq!(
+            verdict.decision,
+            Decision::Ask,
+            "{line}: {}",
+            verdict.reason
+        );
+    }
+    assert!(
+        decide(&any_cargo, "cargo clippy -- -C linker=/tmp/x")
+            .reason
+            .contains("options = [\"--codegen\"]")
+    );
+    let fix_named = Project::new(&rule(
+        "fix",
+        "command = [[\"cargo\", \"clippy\", \"--fix\"], [\"cargo\", [\"fmt\", \"fix\"]]]",
+    ));
+    for line in ["cargo clippy --fix", "cargo fmt --all", "cargo fix"] {
+        let verdict = decide(&fix_named, line);
+        assert_eq!(
+            verdict.decision,
+            Decision::Allow,
+            "{line}: {}",
+            verdict.reason
+        );
+    }
+    // `cargo +TOOLCHAIN` runs another cargo: asked unless the rule names it.
+    for line in ["cargo +nightly clippy", "cargo +/tmp/tc clippy"] {
+        let verdict = decide(&any_cargo, line);
+        assert_eq!(
+            verdict.decision,
+            Decision::Ask,
+            "{line}: {}",
+            verdict.reason
+        );
+    }
+    let nightly = Project::new(&rule(
+        "nightly",
+        "command = [[\"cargo\", \"+nightly\", \"clippy\"]]",
+    ));
+    let verdict = decide(&nightly, "cargo +nightly clippy -- -D warnings");
+    assert_eq!(verdict.decision, Decision::Allow, "{}", verdict.reason);
+    let verdict = decide(&nightly, "cargo +nightly clippy -- -C linker=/tmp/x");
+    assert_eq!(verdict.decision, Decision::Ask, "{}", verdict.reason);
+    let granted = Project::new(&rule(
+        "granted",
+        "command = [[\"cargo\", \"clippy\"]]\noptions = [\"--fix\", \"-C\"]",
+    ));
+    for (line, decision) in [
+        ("cargo clippy --all-targets --fix", Decision::Allow),
+        ("cargo clippy -- -C opt-level=3", Decision::Allow),
+        // A granted flag's value is still held to the rule's paths.
+        ("cargo clippy -- -C linker=/tmp/x", Decision::Ask),
+        (
+            "cargo clippy -- -C link-arg=-fuse-ld=/tmp/ld",
+            Decision::Ask,
+        ),
+        ("cargo clippy -- --emit=metadata=out", Decision::Ask),
+    ] {
+        let verdict = decide(&granted, line);
+        assert_eq!(verdict.decision, decision, "{line}: {}", verdict.reason);
+    }
+}
+
+/// opencode's `cwd` is its own directory, not where its bash command runs (only `workdir`
+/// says that); a v2 command subject's `cwd` is the protocol's own field, whichever the agent.
+#[test]
+fn opencode_commands_are_placed_by_workdir_only() {
+    let p = Project::new("");
+    let root = p.root.display().to_string();
+    let call = |raw: Value| json!({"toolCallId": "t", "kind": "execute", "title": "git status", "rawInput": raw});
+    for agent in ["OpenCode", "opencode", "Opencode ", "OPENCODE\u{200B}"] {
+        let verdict = p.decide_as(
+            call(json!({"command": "git status", "cwd": root})),
+            Some(agent),
+            claude_options(),
+        );
+        assert_eq!(
+            verdict.decision,
+            Decision::Ask,
+            "{agent:?}: {}",
+            verdict.reason
+        );
+        let verdict = p.decide_as(
+            call(json!({"command": "git status", "cwd": root, "workdir": "src"})),
+            Some(agent),
+            claude_options(),
+        );
+        assert_eq!(
+            verdict.decision,
+            Decision::Allow,
+            "{agent:?}: {}",
+            verdict.reason
+        );
+    }
+    // Another agent's `cwd` does place it.
+    let verdict = p.decide_as(
+        call(json!({"command": "git status", "cwd": root})),
+        Some("codex-acp"),
+        claude_options(),
+    );
+    assert_eq!(verdict.decision, Decision::Allow, "{}", verdict.reason);
+    let subject = json!({"sessionId": "s", "title": "git status",
+        "subject": {"type": "command", "command": "git status", "cwd": root},
+        "options": claude_options()});
+    let verdict = p.policy.decide(
+        &subject,
+        None,
+        Context {
+            cwd: Some(&p.root),
+            agent: Some("OpenCode"),
+            version: Some(acptap::protocol::Version::V2),
+        },
+    );
+    assert_eq!(verdict.decision, Decision::Allow, "{}", verdict.reason);
+}
