@@ -264,13 +264,13 @@ fn homes_file_modes_colours_and_import_exit_status() {
     assert!(shown.contains("ended"), "{shown}");
 
     // tail on a terminal (util-linux `script` gives it one): colour by default, none with
-    // NO_COLOR.
+    // NO_COLOR. Three seconds of tail: the import must land inside them on a loaded machine too.
     let tail_on_a_terminal = |no_color: bool| -> String {
         let mut command = Command::new("script");
         command
             .args(["-qefc"])
             .arg(format!(
-                "timeout 1 {} tail --interval 20ms",
+                "timeout 3 {} tail --interval 20ms",
                 acptap_bin().display()
             ))
             .arg("/dev/null")
