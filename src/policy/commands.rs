@@ -826,11 +826,6 @@ fn spec_of(command: &str) -> Option<&'static Spec> {
     TABLE.iter().find(|s| s.names.contains(&base))
 }
 
-/// Whether the table knows the command (for documentation and tests).
-pub fn is_known(command: &str) -> bool {
-    spec_of(command).is_some() || WRAPPERS.contains(&command.rsplit('/').next().unwrap_or(command))
-}
-
 /// Reads one simple command's words (the command word first).
 pub fn analyse(words: &[String]) -> Arguments {
     let mut out = Arguments::default();

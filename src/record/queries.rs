@@ -947,31 +947,6 @@ pub fn cancelled_request(
         .optional()
 }
 
-/// The ids of the tool calls the session's lines with `seq` in `seqs` name.
-pub fn tool_call_ids_between(
-    reader: &Reader,
-    session: &SessionRef,
-    seqs: std::ops::Range<i64>,
-) -> rusqlite::Result<std::collections::HashSet<String>> {
-    reader
-        .conn()
-        .prepare(
-            "SELECT DISTINCT tool_call_id FROM messages
-             WHERE connection_id = ?1 AND seq >= ?3 AND seq < ?4
-               AND session_id = ?2 AND tool_call_id IS NOT NULL",
-        )?
-        .query_map(
-            params![
-                session.connection_id,
-                session.session_id,
-                seqs.start,
-                seqs.end
-            ],
-            |r| r.get(0),
-        )?
-        .collect()
-}
-
 /// A recorded permission request, with what is needed to decide it again.
 #[derive(Debug, Clone)]
 pub struct RecordedPermission {

@@ -69,10 +69,6 @@ impl Redactor {
         })
     }
 
-    pub fn is_active(&self) -> bool {
-        self.defaults.is_some() || !self.user.is_empty()
-    }
-
     /// What in `line` is secret, in order, not overlapping.
     pub fn findings(&self, line: &[u8]) -> Vec<Finding> {
         let mut found: Vec<Finding> = Vec::new();
