@@ -70,6 +70,19 @@ run_session() {
 # tree_digest DIR: a digest of every file's path and bytes under DIR (the recorded project must not change)
 tree_digest() { (cd "$1" && find . -path ./.git -prune -o -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16); }
 
+# recorded_session DB: the session a recording made (the first: a replay as client adds its live runs)
+recorded_session() {
+  "$ACPTAP" sessions --db "$1" --json 2>/dev/null \
+    | "$PY" -c 'import json,sys; s=json.load(sys.stdin); print((s[-1] if isinstance(s,list) else s)["session_id"])' 2>/dev/null
+}
+
+# client_exit OUT: the client's exit status as the testbed's summary says ("?" without one)
+client_exit() {
+  local rc
+  rc=$(grep -o '"client_rc": [0-9]*' "$1/summary.json" 2>/dev/null | grep -o '[0-9]*$')
+  echo "${rc:-?}"
+}
+
 transparent() { [ "$(tail -1 "$1/transparency.txt" 2>/dev/null)" = "TRANSPARENT" ]; }
 
 cell_record() {  # -> "ok" or a short reason
@@ -174,12 +187,12 @@ cell_cancel() {  # acpx only (the one client here with a Ctrl-C): a cancelled tu
   transparent "$d/cancel" || { echo "not-transparent"; return; }
   "$PY" "$VERIFY" "$d/cancel" "$d/cancel.db" > "$d/cancel-verify.txt" 2>&1 || { echo "recording-differs"; return; }
   local sid r="$d/cancel-as-client"
-  sid=$("$ACPTAP" sessions --db "$d/cancel.db" --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[-1]["session_id"])')
+  sid=$(recorded_session "$d/cancel.db")
   SCENARIO=slow CLIENT_CUSTOM_CMD="$ACPTAP replay $sid --as client --db $d/cancel.db --cwd $r/proj --compare text -- @LAUNCH@" \
     run_session "$a" custom "$r" "" CHECK=0
   local rc
-  rc=$(grep -o '"client_rc": [0-9]*' "$r/summary.json" 2>/dev/null | grep -o '[0-9]*$')
-  if [ "${rc:-x}" = 0 ]; then echo ok; else echo "replay-exit-${rc:-?}"; fi
+  rc=$(client_exit "$r")
+  if [ "$rc" = 0 ]; then echo ok; else echo "replay-exit-$rc"; fi
 }
 
 cell_as_client() {  # $3: extra replay words
@@ -188,8 +201,8 @@ cell_as_client() {  # $3: extra replay words
   CLIENT_CUSTOM_CMD="$ACPTAP replay $(cat "$d/sid") --as client --db $d/rec.db --cwd $r/proj $extra -- @LAUNCH@" \
     run_session "$a" custom "$r" "" CHECK=0
   local rc
-  rc=$(grep -o '"client_rc": [0-9]*' "$r/summary.json" 2>/dev/null | grep -o '[0-9]*$')
-  if [ "${rc:-x}" = 0 ]; then echo ok; else echo "exit-${rc:-?}"; fi
+  rc=$(client_exit "$r")
+  if [ "$rc" = 0 ]; then echo ok; else echo "exit-$rc"; fi
 }
 
 # one agent's row of the table, into $OUT_ROOT/AGENT.rows ("FAIL" at the end of a failed line)
@@ -201,8 +214,7 @@ agent_rows() {
     has record && rec=$(cell_record "$a" "$c")
     has policy && pol=$(cell_policy "$a" "$c")
     # the recorded session, named once: a replay as client records its live run in the same database
-    [ -s "$d/rec.db" ] && "$ACPTAP" sessions --db "$d/rec.db" --json 2>/dev/null \
-      | "$PY" -c 'import json,sys; s=json.load(sys.stdin); print((s[-1] if isinstance(s,list) else s)["session_id"])' > "$d/sid" 2>/dev/null
+    [ -s "$d/rec.db" ] && recorded_session "$d/rec.db" > "$d/sid"
     if [ -s "$d/sid" ]; then
       before=$(tree_digest "$d/rec/proj")
       has as-agent && asa=$(cell_as_agent "$a" "$c")

@@ -305,9 +305,9 @@ impl DecisionInput {
             leave(&mut input, why);
         }
         let named = named_known.map(|k| named_call_running(k, &call));
+        let dialect = Dialect::of(context.agent);
         for (other, what) in [(v1, "v1 `toolCall`"), (named, "tool call it names")] {
             let Some(other) = other else { continue };
-            let dialect = Dialect::of(context.agent);
             if let Some(difference) = disagreement(&call, &other, judged, context.cwd, &dialect) {
                 leave(
                     &mut input,

@@ -7,7 +7,7 @@
 //! is shown from the recorded cwd to the live one. What lies *outside* the cwd is not this
 //! module's business: the replay's gate decides that for the paths a client acts on.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The recorded directory `from` written as `to`.
 #[derive(Debug, Clone)]
@@ -77,26 +77,20 @@ impl Relocation {
         Some(out)
     }
 
-    /// Every string and object key of `value` moved in place; whether anything moved.
-    /// `keep(keys)` names the fields left as they are (given the object keys leading to them).
-    pub fn value_except(&self, value: &mut Value, keep: &dyn Fn(&[&str]) -> bool) -> bool {
-        let mut trail = Vec::new();
-        self.walk(value, &mut trail, keep)
+    /// Every string and object key of `value` moved in place, but for the fields `kept` names
+    /// by the object keys their trail ends with (`&["locations", "path"]`: a location's path);
+    /// whether anything moved.
+    pub fn value_except(&self, value: &mut Value, kept: &[&[&str]]) -> bool {
+        self.walk(value, &mut Vec::new(), kept)
     }
 
     /// Every string and object key of `value` moved in place; whether anything moved.
     pub fn value(&self, value: &mut Value) -> bool {
-        self.value_except(value, &|_| false)
+        self.value_except(value, &[])
     }
 
-    fn walk(
-        &self,
-        value: &mut Value,
-        trail: &mut Vec<String>,
-        keep: &dyn Fn(&[&str]) -> bool,
-    ) -> bool {
-        let keys: Vec<&str> = trail.iter().map(String::as_str).collect();
-        if keep(&keys) {
+    fn walk(&self, value: &mut Value, trail: &mut Vec<String>, kept: &[&[&str]]) -> bool {
+        if kept.iter().any(|tail| trail_ends_with(trail, tail)) {
             return false;
         }
         match value {
@@ -110,37 +104,45 @@ impl Relocation {
             Value::Array(items) => {
                 let mut moved = false;
                 for item in items {
-                    moved |= self.walk(item, trail, keep);
+                    moved |= self.walk(item, trail, kept);
                 }
                 moved
             }
             Value::Object(map) => {
                 let mut moved = false;
-                let mut renamed = Map::with_capacity(map.len());
-                let recorded_keys: Vec<String> = map.keys().cloned().collect();
-                for (key, mut field) in std::mem::take(map) {
+                let mut renames = Vec::new();
+                for (key, field) in map.iter_mut() {
                     trail.push(key.clone());
-                    moved |= self.walk(&mut field, trail, keep);
+                    moved |= self.walk(field, trail, kept);
                     trail.pop();
-                    // Two keys that would become one (`/rec/p/a` beside `/live/a`) stay as
-                    // they are: a moved key never hides another's value.
-                    let key = match self.text(&key) {
-                        Some(new)
-                            if !recorded_keys.contains(&new) && !renamed.contains_key(&new) =>
-                        {
-                            moved = true;
-                            new
-                        }
-                        _ => key,
-                    };
-                    renamed.insert(key, field);
+                    if let Some(new) = self.text(key) {
+                        renames.push((key.clone(), new));
+                    }
                 }
-                *map = renamed;
+                // Two keys that would become one (`/rec/p/a` beside `/live/a`) stay as they
+                // are: a moved key never hides another's value.
+                for (old, new) in renames {
+                    if !map.contains_key(&new)
+                        && let Some(field) = map.remove(&old)
+                    {
+                        map.insert(new, field);
+                        moved = true;
+                    }
+                }
                 moved
             }
             _ => false,
         }
     }
+}
+
+/// Whether the object keys leading to a value end with `tail`.
+fn trail_ends_with(trail: &[String], tail: &[&str]) -> bool {
+    trail.len() >= tail.len()
+        && trail[trail.len() - tail.len()..]
+            .iter()
+            .zip(tail)
+            .all(|(key, want)| key == want)
 }
 
 /// Whether the word that `before` ends with, followed by an absolute path, still names that
@@ -246,8 +248,7 @@ mod tests {
             "rawInput": {"changes": {"/rec/proj/a.py": {"type": "update"}}},
             "content": [{"type": "diff", "path": "/rec/proj/a.py", "newText": "/rec/proj"}],
         });
-        let keep = |keys: &[&str]| keys.last() == Some(&"newText");
-        assert!(relocation.value_except(&mut value, &keep));
+        assert!(relocation.value_except(&mut value, &[&["newText"]]));
         assert_eq!(
             value,
             json!({

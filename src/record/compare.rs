@@ -78,26 +78,36 @@ fn is_volatile(key: &str) -> bool {
 
 /// `value` without its volatile keys, and `cwd` written `<cwd>` in its strings: values and
 /// object keys (Codex names the files it edits as keys: `rawInput.changes["/abs/p/a.py"]`).
-pub fn stable(value: &Value, cwd: Option<&str>) -> Value {
+fn stable(value: &Value, to_cwd: Option<&Relocation>) -> Value {
     match value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .filter(|(k, _)| !is_volatile(k))
-                .map(|(k, v)| (relative(k, cwd), stable(v, cwd)))
+                .map(|(k, v)| (relative(k, to_cwd), stable(v, to_cwd)))
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(items.iter().map(|v| stable(v, cwd)).collect()),
-        Value::String(text) => Value::String(relative(text, cwd)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| stable(v, to_cwd)).collect()),
+        Value::String(text) => Value::String(relative(text, to_cwd)),
         other => other.clone(),
     }
 }
 
-/// `text` with `cwd` written `<cwd>` wherever it stands as a path (see
-/// [`crate::protocol::relocate`], the one mapping replay also uses).
-fn relative(text: &str, cwd: Option<&str>) -> String {
+/// What writes a session's `cwd` as `<cwd>` wherever it stands as a path (see
+/// [`crate::protocol::relocate`], the one mapping replay also uses); `None` where nothing is
+/// written (no cwd, or `/`).
+fn to_cwd(cwd: Option<&str>) -> Option<Relocation> {
     cwd.and_then(|cwd| Relocation::new(cwd, "<cwd>"))
+}
+
+fn relative(text: &str, to_cwd: Option<&Relocation>) -> String {
+    to_cwd
         .and_then(|relocation| relocation.text(text))
         .unwrap_or_else(|| text.to_owned())
+}
+
+/// `text` with the session's `cwd` written `<cwd>`, as the comparison writes every string.
+pub fn cwd_written(text: &str, cwd: Option<&str>) -> String {
+    relative(text, to_cwd(cwd).as_ref())
 }
 
 /// The text of a prompt: its text blocks, joined.
@@ -134,7 +144,8 @@ fn agent_text_of_turns(turn_starts: &[i64], messages: &[ChatMessage]) -> Vec<Str
 /// Reads a recorded session's shape.
 pub fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
     let summary = queries::session_summary_of(reader, session)?;
-    let cwd = summary.cwd.as_deref();
+    let cwd_relocation = to_cwd(summary.cwd.as_deref());
+    let cwd = cwd_relocation.as_ref();
     let turns = queries::turns(reader, session)?;
     let turn_of = |seq: Option<i64>| {
         seq.and_then(|seq| {
@@ -416,8 +427,11 @@ mod tests {
                 format!("{project}/hello.py"): {"type": "update", "unified_diff": "@@ -1 +1 @@\n", "move_path": null}
             }})
         };
-        let recorded = stable(&raw_input("/home/user/project"), Some("/home/user/project"));
-        let live = stable(&raw_input("/tmp/live"), Some("/tmp/live"));
+        let recorded = stable(
+            &raw_input("/home/user/project"),
+            to_cwd(Some("/home/user/project")).as_ref(),
+        );
+        let live = stable(&raw_input("/tmp/live"), to_cwd(Some("/tmp/live")).as_ref());
         assert_eq!(recorded, live);
         assert!(
             recorded["changes"].get("<cwd>/hello.py").is_some(),
@@ -429,7 +443,7 @@ mod tests {
     fn volatile_fields_are_ignored() {
         let a = serde_json::json!({"command": "ls /w/p", "call_id": "x1", "turn_id": "t", "started_at_ms": 5, "cwd": "/a", "_meta": {}, "toolCallId": "c"});
         assert_eq!(
-            stable(&a, Some("/w/p")),
+            stable(&a, to_cwd(Some("/w/p")).as_ref()),
             serde_json::json!({"command": "ls <cwd>"})
         );
     }
@@ -477,14 +491,14 @@ mod tests {
     #[test]
     fn the_cwd_is_written_the_same_way_on_both_sides() {
         assert_eq!(
-            relative("Edit /home/a/p/x.py", Some("/home/a/p")),
+            cwd_written("Edit /home/a/p/x.py", Some("/home/a/p")),
             "Edit <cwd>/x.py"
         );
         assert_eq!(
-            relative("Edit /home/a/p/x.py", Some("/home/a/p/")),
+            cwd_written("Edit /home/a/p/x.py", Some("/home/a/p/")),
             "Edit <cwd>/x.py"
         );
-        assert_eq!(relative("ls /", Some("/")), "ls /");
-        assert_eq!(relative("x", None), "x");
+        assert_eq!(cwd_written("ls /", Some("/")), "ls /");
+        assert_eq!(cwd_written("x", None), "x");
     }
 }

@@ -355,9 +355,9 @@ impl Driver {
         let relocation = Relocation::new(&recorded.to_string_lossy(), &live.to_string_lossy())?;
         let body = raw.trim_ascii_end();
         let mut value = serde_json::from_slice::<Value>(body).ok()?;
-        let file_text =
-            |keys: &[&str]| matches!(keys, ["result", "content"] | [.., "resource", "text"]);
-        if !relocation.value_except(&mut value, &file_text) {
+        // A file's text: an `fs/read_text_file` answer's, an embedded resource's.
+        const FILES_TEXT: &[&[&str]] = &[&["result", "content"], &["resource", "text"]];
+        if !relocation.value_except(&mut value, FILES_TEXT) {
             return None;
         }
         let mut out = serde_json::to_vec(&value).ok()?;

@@ -116,14 +116,6 @@ struct Turn {
     permissions: Vec<Permission>,
 }
 
-/// `text` with the session's cwd written `<cwd>`, as the comparison engine writes it.
-fn cwd_written(text: &str, cwd: Option<&str>) -> String {
-    match compare::stable(&Value::String(text.to_owned()), cwd) {
-        Value::String(written) => written,
-        _ => text.to_owned(),
-    }
-}
-
 /// The protocol version a recorded connection negotiated, read as the replay reads its script
 /// (the session state of its first lines: `initialize` and its answer come first).
 fn connection_version(reader: &Reader, connection_id: i64) -> rusqlite::Result<Option<Version>> {
@@ -242,7 +234,7 @@ fn turn_lines(
                 .map(|m| m.text())
                 .collect();
             TurnLines {
-                agent_text: cwd_written(&text, cwd),
+                agent_text: compare::cwd_written(&text, cwd),
                 idle_stop_reason,
             }
         })
@@ -259,7 +251,7 @@ fn v2_permissions(
     let calls: HashMap<String, (String, String)> = queries::session_tool_calls(reader, session)?
         .into_iter()
         .map(|c| {
-            let title = cwd_written(c.title.as_deref().unwrap_or_default(), cwd);
+            let title = compare::cwd_written(c.title.as_deref().unwrap_or_default(), cwd);
             (c.tool_call_id, (c.kind.unwrap_or_default(), title))
         })
         .collect();
@@ -283,7 +275,7 @@ fn v2_permissions(
         .and_then(|m| decode(&m.raw));
         let params = request.as_ref().and_then(|r| r.get("params"));
         let text = |value: Option<&Value>| {
-            cwd_written(value.and_then(Value::as_str).unwrap_or_default(), cwd)
+            compare::cwd_written(value.and_then(Value::as_str).unwrap_or_default(), cwd)
         };
         let shapes = PermissionShapes::of(params);
         let subject = shapes.subject;

@@ -449,27 +449,30 @@ impl Gate {
     /// on were moved and judged already, and a file's text (a diff's `oldText`, `newText`, an
     /// embedded resource's `text`) is the file's: both stay as they are.
     fn relocate_shown(&self, object: &mut Map<String, Value>) -> bool {
-        let judged = |keys: &[&str]| {
-            matches!(
-                keys,
-                [.., "locations", "path"]
-                    | [.., "content", "path"]
-                    | [.., "oldText" | "newText"]
-                    | [.., "resource", "text" | "blob"]
-                    | [.., "update" | "subject", "cwd"]
-            )
-        };
+        const JUDGED_OR_A_FILES_TEXT: &[&[&str]] = &[
+            &["locations", "path"],
+            &["content", "path"],
+            &["oldText"],
+            &["newText"],
+            &["resource", "text"],
+            &["resource", "blob"],
+            &["update", "cwd"],
+            &["subject", "cwd"],
+        ];
         let mut moved = false;
-        for (recorded, live) in &self.cwds {
-            if let Some(relocation) =
-                Relocation::new(recorded, if live.is_empty() { "/" } else { live })
-            {
-                for value in object.values_mut() {
-                    moved |= relocation.value_except(value, &judged);
-                }
+        for relocation in self.relocations() {
+            for value in object.values_mut() {
+                moved |= relocation.value_except(value, JUDGED_OR_A_FILES_TEXT);
             }
         }
         moved
+    }
+
+    /// Each recorded cwd written as its live one (none for a recorded `/`: see [`Relocation`]).
+    fn relocations(&self) -> impl Iterator<Item = Relocation> + '_ {
+        self.cwds
+            .iter()
+            .filter_map(|(recorded, live)| Relocation::new(recorded, live))
     }
 
     /// The paths ACP defines in a tool call (its `locations`, a diff's `path` in its `content`),
@@ -532,12 +535,10 @@ impl Gate {
         // The recorded command's own words name the recorded project (`cat /rec/p/a`): the
         // live one, as for everything else the replay sends.
         let mut moved = false;
-        for (recorded, live) in &self.cwds {
-            if let Some(relocation) = Relocation::new(recorded, live) {
-                for key in ["command", "args"] {
-                    if let Some(words) = params.get_mut(key) {
-                        moved |= relocation.value(words);
-                    }
+        for relocation in self.relocations() {
+            for key in ["command", "args"] {
+                if let Some(words) = params.get_mut(key) {
+                    moved |= relocation.value(words);
                 }
             }
         }
