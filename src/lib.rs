@@ -19,13 +19,12 @@
 //!   transcript format and its import.
 //! - [`export`]: transcripts and traces written from a recording, through the read side.
 //! - [`replay`]: a recording played as the agent or as the client, and the divergence report.
-//! - [`inspect`]: recordings rendered (show, report, stats, tail); [`bench`] measures the proxy.
+//! - [`inspect`]: recordings rendered (show, report, stats, tail). The benchmark is a binary of
+//!   its own (`acptap-bench`, bench/), outside the product, on this library's public API.
 //! - [`ui`]: the local web inspector; [`mcp`]: the recordings as an MCP server for agents.
 //! - [`cli`]: the commands and the config file; [`demo`] is the built-in demo.
 //! - [`terminal`]: the one sanitiser of recorded text printed to a terminal (a leaf).
 
-pub mod bench;
-pub mod bench_read;
 pub mod check;
 pub mod cli;
 pub mod demo;
@@ -35,6 +34,7 @@ pub mod mcp;
 pub mod policy;
 pub mod protocol;
 pub mod proxy;
+pub mod query;
 pub mod record;
 pub mod replay;
 pub mod terminal;
@@ -55,20 +55,23 @@ mod layering {
         ("protocol", &[]),
         ("terminal", &[]),
         ("policy", &["protocol"]),
-        ("record", &["protocol", "terminal"]),
+        ("record", &["protocol"]),
+        // The read side names `record` for the schema's facts only (its version, the lock wait).
+        ("query", &["protocol", "record", "terminal"]),
         ("proxy", &["policy", "protocol", "record"]),
-        ("inspect", &["record", "protocol", "terminal"]),
+        ("inspect", &["query", "protocol", "terminal"]),
         (
             "replay",
-            &["policy", "protocol", "proxy", "record", "terminal"],
+            &["policy", "protocol", "proxy", "query", "record", "terminal"],
         ),
-        ("demo", &["inspect", "proxy", "record"]),
-        ("bench", &["record", "protocol"]),
-        ("bench_read", &["record", "protocol"]),
-        ("export", &["record", "protocol", "terminal"]),
+        ("demo", &["inspect", "proxy", "query", "record"]),
+        ("export", &["query", "record", "protocol", "terminal"]),
         ("check", &["protocol", "terminal"]),
-        ("ui", &["record", "inspect", "export"]),
-        ("mcp", &["record", "inspect", "export", "check", "policy"]),
+        ("ui", &["query", "inspect", "export"]),
+        (
+            "mcp",
+            &["query", "record", "inspect", "export", "check", "policy"],
+        ),
     ];
 
     fn sources(path: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -78,6 +81,45 @@ mod layering {
             }
         } else if path.is_file() && path.extension().is_some_and(|e| e == "rs") {
             out.push(path.to_owned());
+        }
+    }
+
+    /// SQL that reads (`SELECT`, a transaction) is written only in `query`, SQL that writes only
+    /// in `record`: no other module prepares a statement, and neither room does the other's.
+    #[test]
+    fn only_the_read_side_reads_and_only_the_recorder_writes() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let statement = regex::Regex::new(
+            r#""\s*(SELECT|WITH|BEGIN|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|REPLACE|PRAGMA)\b"#,
+        )
+        .unwrap();
+        let writes =
+            regex::Regex::new(r#""\s*(INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|REPLACE)\b"#).unwrap();
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let room = file.strip_prefix(&src).unwrap().iter().next().unwrap();
+            let room = room.to_string_lossy();
+            let here = file.display();
+            match room.as_ref() {
+                "record" => {}
+                "query" => assert!(
+                    !writes.is_match(&text),
+                    "{here} writes SQL: that is record's"
+                ),
+                "lib.rs" => {}
+                _ => {
+                    assert!(
+                        !statement.is_match(&text),
+                        "{here} has SQL: reads go in query/, writes in record/"
+                    );
+                    assert!(
+                        !text.contains(".conn()"),
+                        "{here} reaches the read side's connection"
+                    );
+                }
+            }
         }
     }
 

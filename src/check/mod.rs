@@ -117,41 +117,9 @@ pub fn rule(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id == id)
 }
 
-/// Which way a line went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub enum Direction {
-    #[serde(rename = "c2a")]
-    ClientToAgent,
-    #[serde(rename = "a2c")]
-    AgentToClient,
-}
-
-impl Direction {
-    /// The direction a recording names (`c2a`, `a2c`); `None` for `stderr`, which is not
-    /// protocol.
-    pub fn of_recorded(name: &str) -> Option<Direction> {
-        match name {
-            "c2a" => Some(Direction::ClientToAgent),
-            "a2c" => Some(Direction::AgentToClient),
-            _ => None,
-        }
-    }
-}
-
-impl Direction {
-    pub fn name(self) -> &'static str {
-        match self {
-            Direction::ClientToAgent => "c2a",
-            Direction::AgentToClient => "a2c",
-        }
-    }
-    fn other(self) -> Direction {
-        match self {
-            Direction::ClientToAgent => Direction::AgentToClient,
-            Direction::AgentToClient => Direction::ClientToAgent,
-        }
-    }
-}
+/// Which way a line went: the protocol's own (a line of the agent's stderr is never checked; were
+/// one given, it would count as the agent's).
+pub use crate::protocol::Direction;
 
 /// One line of the conversation, as recorded (stderr lines are not given).
 #[derive(Debug, Clone)]
@@ -228,7 +196,7 @@ impl Conversation {
     fn capability(&self, side: Direction, path: &[&str]) -> bool {
         let mut value = match side {
             Direction::ClientToAgent => &self.client_capabilities,
-            Direction::AgentToClient => &self.agent_capabilities,
+            Direction::AgentToClient | Direction::Stderr => &self.agent_capabilities,
         };
         for key in path {
             value = &value[*key];
@@ -358,7 +326,7 @@ impl Conversation {
             Some(sender) => {
                 let sent_by = match line.direction {
                     Direction::ClientToAgent => Side::Client,
-                    Direction::AgentToClient => Side::Agent,
+                    Direction::AgentToClient | Direction::Stderr => Side::Agent,
                 };
                 if sender != sent_by {
                     self.find(
@@ -489,7 +457,7 @@ impl Conversation {
         };
         if let Some((path, name)) = capability {
             // The agent's requests need the client's capability, and the other way round.
-            let holder = line.direction.other();
+            let holder = line.direction.reverse();
             if self.initialized && !self.capability(holder, path) {
                 self.find(
                     CAPABILITY,
@@ -647,7 +615,7 @@ impl Conversation {
     fn response(&mut self, line: &Line, id: &Value, message: &Value) {
         let Some(request) = self
             .pending
-            .remove(&(line.direction.other(), id.to_string()))
+            .remove(&(line.direction.reverse(), id.to_string()))
         else {
             self.find(
                 UNKNOWN_RESPONSE,
@@ -777,7 +745,7 @@ impl Conversation {
 fn side_name(direction: Direction) -> &'static str {
     match direction {
         Direction::ClientToAgent => "client",
-        Direction::AgentToClient => "agent",
+        Direction::AgentToClient | Direction::Stderr => "agent",
     }
 }
 

@@ -43,7 +43,7 @@ pub fn finding_line(finding: &Finding) -> String {
     format!(
         "  seq {:<6} {} {:<7} {:<30} {}",
         finding.seq,
-        finding.direction.name(),
+        finding.direction.as_str(),
         finding.severity.name(),
         finding.rule,
         terminal_line(&finding.message, VALUE_BYTES),

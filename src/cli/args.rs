@@ -9,7 +9,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use super::{config, policy};
-use crate::record::{Reader, Store};
+use crate::query::Reader;
+use crate::record::Store;
 
 /// A byte-exact recording proxy for the Agent Client Protocol.
 ///
@@ -79,14 +80,6 @@ pub enum Command {
     Policy(policy::PolicyArgs),
     /// Run a complete demo session (built-in client and agent) through the real proxy and show it.
     Demo(DemoArgs),
-    /// Measure the proxy against a plain pipe (see docs/performance.md).
-    Bench(BenchArgs),
-    /// The agent side of `acptap bench`.
-    #[command(hide = true)]
-    BenchPeer {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
     /// The built-in demo agent: speaks ACP on stdin/stdout (used by `acptap demo`).
     #[command(hide = true)]
     DemoAgent {
@@ -323,29 +316,6 @@ pub struct ToolsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// Small workloads: checks that every way completes and the bytes match, in seconds. Its
-    /// figures mean nothing.
-    #[arg(long)]
-    pub quick: bool,
-    /// Also run every workload through the ACP conductor at PATH (`agent-client-protocol-conductor`),
-    /// without and with `--trace`, as a reference point: smaller workloads, and messages compared
-    /// as JSON values, since it re-serialises them. Not run by default.
-    #[arg(long, value_name = "PATH")]
-    pub conductor: Option<std::path::PathBuf>,
-    /// Time the read side instead (`sessions`, `stats`, `tools`, `show`, `report`, `policy
-    /// replay`) on a database it builds: 3 sessions of 20,000 tool turns (`--quick`: 1 of 500).
-    #[arg(long)]
-    pub read: bool,
-    /// Run only the workloads whose name contains TEXT (`stream`, `1 KiB`, `tools`, ...).
-    #[arg(long, value_name = "TEXT")]
-    pub only: Option<String>,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
 pub struct ReportArgs {
     #[command(flatten)]
     pub db: DbArgs,
@@ -571,7 +541,7 @@ impl RedactArgs {
             &patterns,
             config.redact.default && !self.no_default_redact,
         )
-        .map_err(anyhow::Error::msg)
+        .map_err(anyhow::Error::from)
     }
 }
 
@@ -644,7 +614,7 @@ pub(crate) fn parse_header(text: &str) -> Result<(String, String), String> {
     let (name, value) = (name.trim(), value.trim());
     crate::export::otlp::check_header(name, value).map_err(|e| {
         if crate::export::otlp::is_header_name(name) {
-            e
+            e.to_string()
         } else {
             format!("{e}: write NAME=VALUE (or NAME: VALUE)")
         }

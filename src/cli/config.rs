@@ -109,7 +109,7 @@ impl OtlpConfig {
                     .flatten()
             })
         })
-        .map_err(|e| anyhow::anyhow!(e))
+        .map_err(anyhow::Error::from)
     }
 }
 

@@ -9,7 +9,7 @@ const ERROR_BYTES: usize = 4096;
 /// `file is not a database: file is not a database: Error code 26: file is not a database`).
 /// Made safe for a terminal, on one line and cut (`terminal_line`): what it quotes may come from
 /// a recording or a transcript.
-pub fn one_line(error: &anyhow::Error) -> String {
+pub fn error_chain(error: &anyhow::Error) -> String {
     let mut said = String::new();
     let mut previous = String::new();
     for cause in error.chain() {
@@ -41,21 +41,21 @@ mod tests {
         let e = anyhow::Error::new(sqlite)
             .context("cannot open database /x.db: file is not a database");
         assert_eq!(
-            one_line(&e),
+            error_chain(&e),
             "cannot open database /x.db: file is not a database"
         );
         let e = anyhow::anyhow!("root").context("middle").context("top");
-        assert_eq!(one_line(&e), "top: middle: root");
+        assert_eq!(error_chain(&e), "top: middle: root");
     }
 
     #[test]
     fn a_quoted_recorded_value_is_safe_on_one_line_and_cut() {
         let e = anyhow::anyhow!("no session matches `a\u{1b}]52;c;eA==\u{7}\n\u{202e}b`");
         assert_eq!(
-            one_line(&e),
+            error_chain(&e),
             "no session matches `a\u{FFFD}]52;c;eA==\u{FFFD}\u{FFFD}\u{FFFD}b`"
         );
         let long = anyhow::anyhow!("{}", "x".repeat(ERROR_BYTES * 2));
-        assert!(one_line(&long).ends_with(&format!("…[{ERROR_BYTES} more bytes]")));
+        assert!(error_chain(&long).ends_with(&format!("…[{ERROR_BYTES} more bytes]")));
     }
 }

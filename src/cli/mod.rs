@@ -55,7 +55,7 @@ pub fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("acptap: {}", errors::one_line(&e));
+            eprintln!("acptap: {}", errors::error_chain(&e));
             ExitCode::from(2)
         }
     }
@@ -90,11 +90,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Sessions(args) => commands::views::sessions(args, config),
         Command::Show(args) => commands::views::show(args, config),
         Command::Tools(args) => commands::views::tools(args, config),
-        Command::Bench(args) => commands::bench::bench(args, config),
-        Command::BenchPeer { args } => {
-            crate::bench::peer(&args)?;
-            Ok(0)
-        }
         Command::Report(args) => commands::views::report(args, config),
         Command::Check(args) => commands::check::check(args, config),
         Command::Diff(args) => commands::check::diff(args, config),

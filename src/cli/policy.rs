@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{DbArgs, print, print_json};
 use crate::inspect::{VALUE_BYTES, one_line, terminal_line};
 use crate::policy::{Context, Decision, Policy, Redecided, Verdict};
-use crate::record::queries::{self, RecordedPermission};
+use crate::query::{self, RecordedPermission};
 
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
@@ -21,15 +21,15 @@ pub struct PolicyArgs {
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
     /// Decide one permission request (a file with its params, or the whole JSON-RPC message).
-    Check(CheckArgs),
+    Check(PolicyCheckArgs),
     /// Run the `match` / `not_match` examples and `[[test]]` blocks of policy files.
     Test(TestArgs),
     /// Decide every recorded permission request again and compare with what the user chose.
-    Replay(ReplayArgs),
+    Replay(PolicyReplayArgs),
 }
 
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub struct PolicyCheckArgs {
     /// A policy file (repeatable; rules are taken in order).
     #[arg(long = "policy", value_name = "FILE", required = true)]
     pub policies: Vec<PathBuf>,
@@ -61,7 +61,7 @@ pub struct TestArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ReplayArgs {
+pub struct PolicyReplayArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// A policy file (repeatable).
@@ -83,7 +83,7 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<i32> {
     }
 }
 
-fn check(args: CheckArgs) -> anyhow::Result<i32> {
+fn check(args: PolicyCheckArgs) -> anyhow::Result<i32> {
     let policy = Policy::load(&args.policies)?;
     let text = std::fs::read_to_string(&args.request)
         .with_context(|| format!("cannot read {}", args.request.display()))?;
@@ -173,14 +173,14 @@ struct Replayed {
     input: &'static str,
 }
 
-fn replay(args: ReplayArgs) -> anyhow::Result<i32> {
+fn replay(args: PolicyReplayArgs) -> anyhow::Result<i32> {
     let policy = Policy::load(&args.policies)?;
     let reader = args.db.read()?;
     let session = match args.session.as_str() {
         "all" => None,
-        spec => Some(queries::resolve_session(&reader, spec)?),
+        spec => Some(query::resolve_session(&reader, spec)?),
     };
-    let mut rows: Vec<Replayed> = queries::recorded_permissions(&reader, session.as_ref())?
+    let mut rows: Vec<Replayed> = query::recorded_permissions(&reader, session.as_ref())?
         .into_iter()
         .filter_map(|recorded| decide_again(&policy, recorded))
         .collect();

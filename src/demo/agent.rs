@@ -132,14 +132,36 @@ fn text(t: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": t}})
 }
 
+/// Plays the demo's one turn in session `sid`, step by step, each step showing the recorder
+/// something else (see the module's doc). `altered` changes it slightly, for replays.
 fn play_turn<R: BufRead, W: Write>(
     peer: &mut Peer<R, W>,
     sid: &str,
     cwd: &str,
     altered: bool,
 ) -> io::Result<()> {
-    let readme = format!("{cwd}/README.md");
-    let main_rs = format!("{cwd}/src/main.rs");
+    think_and_plan(peer, sid)?;
+    read_readme(peer, sid, cwd)?;
+    search_for_todo(peer, sid, cwd, altered)?;
+    let allowed = edit_with_permission(peer, sid, cwd)?;
+    // A command that fails (the altered agent skips it).
+    if !altered {
+        run_failing_tests(peer, sid)?;
+    }
+    notify_the_team(peer, sid)?;
+    peer.update(
+        sid,
+        json!({"sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": if allowed {
+            "Done: I fixed the TODO, but one test still fails."
+        } else {
+            "I could not edit src/main.rs without your permission."
+        }}}),
+    )
+}
+
+/// A thought, a plan, and agent text in two chunks.
+fn think_and_plan<R: BufRead, W: Write>(peer: &mut Peer<R, W>, sid: &str) -> io::Result<()> {
     peer.update(
         sid,
         json!({"sessionUpdate": "agent_thought_chunk",
@@ -162,9 +184,16 @@ fn play_turn<R: BufRead, W: Write>(
         sid,
         json!({"sessionUpdate": "agent_message_chunk",
         "content": {"type": "text", "text": "first."}}),
-    )?;
+    )
+}
 
-    // v1: tool_call creates, tool_call_update sets the fields it carries.
+/// v1: `tool_call` creates, `tool_call_update` sets the fields it carries.
+fn read_readme<R: BufRead, W: Write>(
+    peer: &mut Peer<R, W>,
+    sid: &str,
+    cwd: &str,
+) -> io::Result<()> {
+    let readme = format!("{cwd}/README.md");
     peer.update(
         sid,
         json!({"sessionUpdate": "tool_call", "toolCallId": "demo_read",
@@ -181,9 +210,16 @@ fn play_turn<R: BufRead, W: Write>(
         json!({"sessionUpdate": "tool_call_update", "toolCallId": "demo_read",
         "status": "completed", "content": [text("# Demo project\nA tiny crate with one TODO.")],
         "rawOutput": {"bytes": 42}}),
-    )?;
+    )
+}
 
-    // v2: an upsert for an id never announced, then content chunks appended.
+/// v2: an upsert for an id never announced, then content chunks appended.
+fn search_for_todo<R: BufRead, W: Write>(
+    peer: &mut Peer<R, W>,
+    sid: &str,
+    cwd: &str,
+    altered: bool,
+) -> io::Result<()> {
     peer.update(
         sid,
         json!({"sessionUpdate": "tool_call_update", "toolCallId": "demo_search",
@@ -204,9 +240,17 @@ fn play_turn<R: BufRead, W: Write>(
         sid,
         json!({"sessionUpdate": "tool_call_update", "toolCallId": "demo_search",
         "status": "completed"}),
-    )?;
+    )
+}
 
-    // An edit with a diff, which needs the user's permission.
+/// An edit with a diff, which needs the user's permission: asks, then completes or fails by
+/// the answer. Returns whether the edit was allowed.
+fn edit_with_permission<R: BufRead, W: Write>(
+    peer: &mut Peer<R, W>,
+    sid: &str,
+    cwd: &str,
+) -> io::Result<bool> {
+    let main_rs = format!("{cwd}/src/main.rs");
     peer.update(sid, json!({"sessionUpdate": "tool_call", "toolCallId": "demo_edit",
         "title": "Edit src/main.rs", "kind": "edit", "status": "pending",
         "locations": [{"path": main_rs, "line": 3}],
@@ -250,24 +294,27 @@ fn play_turn<R: BufRead, W: Write>(
             "status": "failed", "rawOutput": "rejected by the user"}),
         )?;
     }
+    Ok(allowed)
+}
 
-    // A command that fails (the altered agent skips it).
-    if !altered {
-        peer.update(
-            sid,
-            json!({"sessionUpdate": "tool_call", "toolCallId": "demo_test",
-            "title": "cargo test", "kind": "execute", "status": "in_progress",
-            "rawInput": {"command": "cargo test"}}),
-        )?;
-        peer.update(
-            sid,
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": "demo_test",
-            "status": "failed", "content": [text("test greets_by_name ... FAILED")],
-            "rawOutput": {"exit_code": 101, "stderr": "1 test failed"}}),
-        )?;
-    }
+/// A command that fails.
+fn run_failing_tests<R: BufRead, W: Write>(peer: &mut Peer<R, W>, sid: &str) -> io::Result<()> {
+    peer.update(
+        sid,
+        json!({"sessionUpdate": "tool_call", "toolCallId": "demo_test",
+        "title": "cargo test", "kind": "execute", "status": "in_progress",
+        "rawInput": {"command": "cargo test"}}),
+    )?;
+    peer.update(
+        sid,
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "demo_test",
+        "status": "failed", "content": [text("test greets_by_name ... FAILED")],
+        "rawOutput": {"exit_code": 101, "stderr": "1 test failed"}}),
+    )
+}
 
-    // A custom kind and status, kept verbatim; then a field cleared with null.
+/// A custom kind and status, kept verbatim; then a field cleared with null.
+fn notify_the_team<R: BufRead, W: Write>(peer: &mut Peer<R, W>, sid: &str) -> io::Result<()> {
     peer.update(
         sid,
         json!({"sessionUpdate": "tool_call", "toolCallId": "demo_notify",
@@ -278,16 +325,5 @@ fn play_turn<R: BufRead, W: Write>(
         sid,
         json!({"sessionUpdate": "tool_call_update", "toolCallId": "demo_notify",
         "status": "completed", "rawOutput": null}),
-    )?;
-
-    peer.update(
-        sid,
-        json!({"sessionUpdate": "agent_message_chunk",
-        "content": {"type": "text", "text": if allowed {
-            "Done: I fixed the TODO, but one test still fails."
-        } else {
-            "I could not edit src/main.rs without your permission."
-        }}}),
-    )?;
-    Ok(())
+    )
 }

@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 
 use crate::inspect::show;
 use crate::proxy::{InProcess, RunOptions};
+use crate::query;
+use crate::query::Reader;
 use crate::record::Destination;
-use crate::record::Reader;
-use crate::record::queries;
 use crate::record::redact::Redactor;
 
 pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
@@ -116,7 +116,7 @@ pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
         .context("the demo session could not be recorded (see the message above)")?;
 
     let reader = Reader::open(&db)?;
-    let session = queries::SessionRef {
+    let session = query::SessionRef {
         connection_id,
         session_id: session_id.clone(),
     };

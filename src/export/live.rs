@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use super::otlp::{Endpoint, OtlpError, SPANS_PER_REQUEST, Sender};
 use super::spans::{Span, SpanOptions, session_spans};
-use crate::record::Reader;
-use crate::record::queries::{self, SessionRef, Window};
+use crate::query::Reader;
+use crate::query::{self, SessionRef, Window};
 
 /// The builder looks at the recording this often at most...
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
@@ -284,12 +284,10 @@ fn connection_spans(
     connection_id: i64,
     options: SpanOptions,
 ) -> rusqlite::Result<Look> {
-    let conn = reader.conn();
-    conn.execute_batch("BEGIN")?;
-    let built = (|| {
-        let newest = queries::newest_line_time(reader, connection_id)?;
-        let max_id = queries::max_message_id(reader)?;
-        let sessions = queries::connection_sessions(reader, connection_id)?;
+    reader.snapshot(|reader| {
+        let newest = query::newest_line_time(reader, connection_id)?;
+        let max_id = query::max_message_id(reader)?;
+        let sessions = query::connection_sessions(reader, connection_id)?;
         let mut spans = Vec::new();
         for session_id in &sessions {
             let session = SessionRef {
@@ -299,9 +297,7 @@ fn connection_spans(
             spans.extend(session_spans(reader, &session, options)?);
         }
         Ok((sessions, spans, newest, max_id))
-    })();
-    let _ = conn.execute_batch("COMMIT");
-    built
+    })
 }
 
 /// Hands `spans` to the sender a request at a time. While the queue is full the builder waits

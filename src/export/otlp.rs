@@ -76,20 +76,56 @@ pub struct Endpoint {
 ///
 /// The error names a header by its name only where that is a header name: what is not may be a
 /// piece of its value (`Bearer KEY=...`), which is never shown.
-pub fn check_header(name: &str, value: &str) -> Result<(), String> {
+pub fn check_header(name: &str, value: &str) -> Result<(), HeaderError> {
     if !is_header_name(name) {
-        return Err(
-            "a header's name is letters, digits, `-` and `_` only (the name given is not shown: \
-             it may hold a piece of the value)"
-                .to_owned(),
-        );
+        return Err(HeaderError::Name);
     }
     if value.chars().any(|c| c.is_control() && c != '\t') {
-        return Err(format!(
-            "the value of header `{name}` has a line break or another control character"
-        ));
+        return Err(HeaderError::Value(name.to_owned()));
     }
     Ok(())
+}
+
+/// A header that cannot be sent.
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    #[error(
+        "a header's name is letters, digits, `-` and `_` only (the name given is not shown: \
+         it may hold a piece of the value)"
+    )]
+    Name,
+    #[error("the value of header `{0}` has a line break or another control character")]
+    Value(String),
+}
+
+/// An endpoint, or headers, that acptap will not send to. URLs are shown masked.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    #[error(
+        "`{0}` is not an OTLP/HTTP endpoint: give a URL such as http://localhost:4318 \
+         (acptap sends OTLP over HTTP with protobuf, not gRPC)"
+    )]
+    NotHttp(String),
+    #[error(
+        "`{0}` cannot be used as it is: URL parsers end the host at a `/`, `?` or `#`, so \
+         one in the user name or password (before the last `@`) would send to another host \
+         or port; percent-encode them there (`/` as %2F, `?` %3F, `#` %23; an `@` in the \
+         path or query as %40)"
+    )]
+    SeparatorInCredentials(String),
+    #[error("the config file's [otlp] headers: {0}")]
+    ConfigHeader(HeaderError),
+    #[error("{variable}: entry {entry} is not name=value (entries are separated by commas)")]
+    NotAPair {
+        variable: &'static str,
+        entry: usize,
+    },
+    #[error("{variable}: entry {entry}: {error}")]
+    EnvironmentHeader {
+        variable: &'static str,
+        entry: usize,
+        error: HeaderError,
+    },
 }
 
 /// Whether `name` can be a header's name: letters, digits, `-` and `_`.
@@ -140,7 +176,7 @@ pub fn from_environment(
     defaults: Vec<(String, String)>,
     mut headers: Vec<(String, String)>,
     var: impl Fn(&str) -> Option<String>,
-) -> Result<Endpoint, String> {
+) -> Result<Endpoint, EndpointError> {
     let url = url
         .map(str::to_owned)
         .or_else(|| var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
@@ -154,25 +190,15 @@ pub fn from_environment(
         || host.starts_with('/')
         || url.chars().any(|c| c.is_whitespace() || c.is_control())
     {
-        return Err(format!(
-            "`{}` is not an OTLP/HTTP endpoint: give a URL such as http://localhost:4318 \
-             (acptap sends OTLP over HTTP with protobuf, not gRPC)",
-            masked(&url, &url)
-        ));
+        return Err(EndpointError::NotHttp(masked(&url, &url)));
     }
     // URL parsers end the host at the first `/`, `?` or `#`: a password holding one would be
     // read as a host and port (and sent there), not as a password.
     if userinfo(&url).is_some_and(|range| url[range].contains(['/', '?', '#'])) {
-        return Err(format!(
-            "`{}` cannot be used as it is: URL parsers end the host at a `/`, `?` or `#`, so \
-             one in the user name or password (before the last `@`) would send to another host \
-             or port; percent-encode them there (`/` as %2F, `?` %3F, `#` %23; an `@` in the \
-             path or query as %40)",
-            masked(&url, &url)
-        ));
+        return Err(EndpointError::SeparatorInCredentials(masked(&url, &url)));
     }
     for (key, value) in &defaults {
-        check_header(key, value).map_err(|e| format!("the config file's [otlp] headers: {e}"))?;
+        check_header(key, value).map_err(EndpointError::ConfigHeader)?;
     }
     let mut from_env = defaults;
     for name in [
@@ -186,14 +212,16 @@ pub fn from_environment(
             .enumerate()
         {
             // The entry is not shown: without its `=` it may well be a bare key.
-            let (key, value) = pair.split_once('=').ok_or_else(|| {
-                format!(
-                    "{name}: entry {} is not name=value (entries are separated by commas)",
-                    n + 1
-                )
+            let (key, value) = pair.split_once('=').ok_or(EndpointError::NotAPair {
+                variable: name,
+                entry: n + 1,
             })?;
             let (key, value) = (key.trim(), percent_decode(value.trim()));
-            check_header(key, &value).map_err(|e| format!("{name}: entry {}: {e}", n + 1))?;
+            check_header(key, &value).map_err(|error| EndpointError::EnvironmentHeader {
+                variable: name,
+                entry: n + 1,
+                error,
+            })?;
             from_env.push((key.to_owned(), value));
         }
     }
@@ -940,7 +968,8 @@ mod tests {
             vec![],
             env(&[("OTEL_EXPORTER_OTLP_HEADERS", "a=b,bare-key-0a1b")]),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             error.contains("OTEL_EXPORTER_OTLP_HEADERS: entry 2") && !error.contains("bare-key"),
             "{error}"
@@ -951,7 +980,8 @@ mod tests {
             vec![],
             env(&[]),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             error.contains("`ftp://***:***@h/?api_key=***` is not an OTLP/HTTP endpoint"),
             "{error}"
@@ -963,7 +993,9 @@ mod tests {
             "http:///v1",
             "http://h x",
         ] {
-            let error = from_environment(Some(bad), vec![], vec![], env(&[])).unwrap_err();
+            let error = from_environment(Some(bad), vec![], vec![], env(&[]))
+                .unwrap_err()
+                .to_string();
             assert!(
                 error.contains("not an OTLP/HTTP endpoint"),
                 "{bad}: {error}"
@@ -1111,7 +1143,9 @@ mod tests {
             "http://tok/enSECRET@collector.example",
             "http://collector.example/v1/traces?mail=a@b",
         ] {
-            let error = from_environment(Some(url), vec![], vec![], |_| None).unwrap_err();
+            let error = from_environment(Some(url), vec![], vec![], |_| None)
+                .unwrap_err()
+                .to_string();
             assert!(error.contains("percent-encode"), "{url}: {error}");
             for secret in ["k3y", "abc", "cdef", "enSECRET", "otel", "tok"] {
                 assert!(!error.contains(secret), "{url}: {secret}: {error}");
@@ -1141,7 +1175,9 @@ mod tests {
         let env = |name: &str| {
             (name == "OTEL_EXPORTER_OTLP_HEADERS").then(|| "x-a=b%0d%0aevil: 1".to_owned())
         };
-        let error = from_environment(None, vec![], vec![], env).unwrap_err();
+        let error = from_environment(None, vec![], vec![], env)
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("OTEL_EXPORTER_OTLP_HEADERS") && error.contains("x-a"),
             "{error}"
@@ -1149,13 +1185,16 @@ mod tests {
         let error = from_environment(None, vec![("bad name".into(), "v".into())], vec![], |_| {
             None
         })
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(error.contains("[otlp] headers"), "{error}");
         // A name that is not one may be a piece of the value: named by its place only.
         let env = |name: &str| {
             (name == "OTEL_EXPORTER_OTLP_HEADERS").then(|| "a=b,Bearer SeCrEt9=1".to_owned())
         };
-        let error = from_environment(None, vec![], vec![], env).unwrap_err();
+        let error = from_environment(None, vec![], vec![], env)
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("OTEL_EXPORTER_OTLP_HEADERS: entry 2:") && !error.contains("SeCrEt9"),
             "{error}"
@@ -1166,7 +1205,8 @@ mod tests {
             vec![],
             |_| None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(!error.contains("SeCrEt9"), "{error}");
     }
 

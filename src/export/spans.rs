@@ -21,8 +21,8 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::record::Reader;
-use crate::record::queries::{self, SessionRef, Window};
+use crate::query::Reader;
+use crate::query::{self, SessionRef, Window};
 
 /// What a span says: a flat list of typed attributes, as OpenTelemetry has them.
 #[derive(Debug, Clone, PartialEq)]
@@ -192,7 +192,7 @@ fn turn_messages(
     use serde_json::{Value, json};
     let mut prompt = Vec::new();
     let mut conversation = Conversation::new();
-    queries::for_each_session_line(reader, session, seqs.clone(), |line| {
+    query::for_each_session_line(reader, session, seqs.clone(), |line| {
         if line.session_id.as_deref() != Some(session.session_id.as_str()) {
             return;
         }
@@ -248,8 +248,8 @@ pub fn session_spans(
     session: &SessionRef,
     options: SpanOptions,
 ) -> rusqlite::Result<Vec<Span>> {
-    let summary = queries::session_summary_of(reader, session)?;
-    let (started_at, _) = queries::connection_start_and_signal(reader, session.connection_id)?;
+    let summary = query::session_summary_of(reader, session)?;
+    let (started_at, _) = query::connection_start_and_signal(reader, session.connection_id)?;
     // Span ids come from the recording's own trace id, so two sessions in one client trace
     // never share one.
     let ids = trace_id(
@@ -257,48 +257,112 @@ pub fn session_spans(
         started_at.unwrap_or(summary.created_at),
     );
     let window = options.window;
-    // Whether a span that ended at `end` (`None`: not yet) is in the window.
-    let in_window = |end: Option<i64>| match (window.since, end) {
+    let turns = query::turns(reader, session)?;
+    let marks = TurnMarks::read(reader, session, window)?;
+    let client_parent = client_trace_parent(reader, session, &summary)?;
+    let calls = query::session_tool_calls_in(reader, session, window, options.tool_content)?;
+    let known_calls = query::session_tool_call_ids(reader, session)?;
+    let permissions = query::permission_requests_in(reader, session, window)?;
+    let last_seen = session_last_seen(&summary, &turns, &calls, &permissions);
+    let tree = SessionTree {
+        session,
+        trace: client_parent.map_or(ids, |p| p.trace_id),
+        root: span_id(&ids, "session"),
+        ids,
+        summary,
+        turns,
+        last_seen,
+    };
+
+    let mut spans = Vec::new();
+    if window.since.is_none() || window.open {
+        spans.push(tree.session_span(client_parent));
+    }
+    for (i, turn) in tree.turns.iter().enumerate() {
+        if in_window(window, turn.ended_at) {
+            spans.push(tree.turn_span(reader, i, &marks, options.tool_content)?);
+        }
+    }
+    for call in &calls {
+        spans.push(tree.tool_call_span(call, options.tool_content));
+    }
+    for request in &permissions {
+        spans.push(tree.permission_span(request, &known_calls));
+    }
+    for request in query::client_requests_in(reader, session, window)? {
+        spans.push(tree.client_request_span(&request));
+    }
+    Ok(spans)
+}
+
+/// Whether a span that ended at `end` (`None`: not yet) is in the window.
+fn in_window(window: Window, end: Option<i64>) -> bool {
+    match (window.since, end) {
         (None, _) => true,
         (Some(since), Some(end)) => end >= since,
         (Some(_), None) => window.open,
-    };
-    let turns = queries::turns(reader, session)?;
-    let mut prompt_parents = std::collections::HashMap::new();
-    let mut usages = std::collections::HashMap::new();
-    for (request_seq, request, response) in
-        queries::turn_lines_mentioning(reader, session, "traceparent", "\"usage\"", window)?
-    {
-        if let Some(parent) = traceparent_of(&request) {
-            prompt_parents.insert(request_seq, parent);
-        }
-        let usage = response
-            .and_then(|raw| serde_json::from_slice::<serde_json::Value>(&raw).ok())
-            .map(|mut v| v["result"]["usage"].take());
-        if let Some(usage @ serde_json::Value::Object(_)) = usage {
-            usages.insert(request_seq, usage);
-        }
     }
-    // The client's trace context: that of the request that opened the session, else that of
-    // its first prompt. (A session only seen in passing has no opening request to look for.)
+}
+
+/// What the turns' request and response lines say beyond the turns' rows, by the turn's
+/// request line: the client's trace context of a prompt, the token usage of its answer.
+struct TurnMarks {
+    prompt_parents: std::collections::HashMap<i64, TraceParent>,
+    usages: std::collections::HashMap<i64, serde_json::Value>,
+}
+
+impl TurnMarks {
+    /// Reads only the turns whose lines mention them (`traceparent`, `"usage"`).
+    fn read(reader: &Reader, session: &SessionRef, window: Window) -> rusqlite::Result<TurnMarks> {
+        let mut prompt_parents = std::collections::HashMap::new();
+        let mut usages = std::collections::HashMap::new();
+        for (request_seq, request, response) in
+            query::turn_lines_mentioning(reader, session, "traceparent", "\"usage\"", window)?
+        {
+            if let Some(parent) = traceparent_of(&request) {
+                prompt_parents.insert(request_seq, parent);
+            }
+            let usage = response
+                .and_then(|raw| serde_json::from_slice::<serde_json::Value>(&raw).ok())
+                .map(|mut v| v["result"]["usage"].take());
+            if let Some(usage @ serde_json::Value::Object(_)) = usage {
+                usages.insert(request_seq, usage);
+            }
+        }
+        Ok(TurnMarks {
+            prompt_parents,
+            usages,
+        })
+    }
+}
+
+/// The client's trace context: that of the request that opened the session, else that of
+/// its first prompt. (A session only seen in passing has no opening request to look for.)
+fn client_trace_parent(
+    reader: &Reader,
+    session: &SessionRef,
+    summary: &query::SessionSummary,
+) -> rusqlite::Result<Option<TraceParent>> {
     let opening = if summary.origin == "seen" {
         None
     } else {
-        queries::session_opening_request(reader, session)?
+        query::session_opening_request(reader, session)?
     };
-    let client_parent = match opening.and_then(|raw| traceparent_of(&raw)) {
+    Ok(match opening.and_then(|raw| traceparent_of(&raw)) {
         Some(parent) => Some(parent),
-        None => {
-            queries::first_prompt_request(reader, session)?.and_then(|raw| traceparent_of(&raw))
-        }
-    };
-    let trace = client_parent.map_or(ids, |p| p.trace_id);
-    let calls = queries::session_tool_calls_in(reader, session, window, options.tool_content)?;
-    let known_calls = queries::session_tool_call_ids(reader, session)?;
-    let permissions = queries::permission_requests_in(reader, session, window)?;
+        None => query::first_prompt_request(reader, session)?.and_then(|raw| traceparent_of(&raw)),
+    })
+}
 
-    // The session lasts from its creation to the last thing recorded of it.
-    let last_seen = turns
+/// The session lasts from its creation to the last thing recorded of it: where its unfinished
+/// spans end.
+fn session_last_seen(
+    summary: &query::SessionSummary,
+    turns: &[query::Turn],
+    calls: &[query::ToolCallRow],
+    permissions: &[query::PermissionRow],
+) -> i64 {
+    turns
         .iter()
         .map(|t| t.ended_at.unwrap_or(t.started_at))
         .chain(calls.iter().map(|c| c.last_updated_at))
@@ -310,60 +374,105 @@ pub fn session_spans(
         .chain(summary.connection_ended_at)
         .max()
         .unwrap_or(summary.created_at)
-        .max(summary.created_at);
-    let root = span_id(&ids, "session");
-    let common = |attributes: &mut Vec<(&'static str, Attribute)>| {
-        attributes.push((
-            "gen_ai.conversation.id",
-            Attribute::Text(session.session_id.clone()),
-        ));
-        attributes.push(("gen_ai.agent.name", Attribute::Text(summary.agent.clone())));
-    };
-    let mut spans = Vec::new();
-    let mut attributes = Vec::new();
-    common(&mut attributes);
-    attributes.push(("acp.connection.id", Attribute::Int(summary.connection_id)));
-    attributes.extend(text("acp.session.cwd", summary.cwd.as_deref()));
-    attributes.push((
-        "acp.session.origin",
-        Attribute::Text(summary.origin.clone()),
-    ));
-    attributes.push((
-        "acp.agent.command",
-        Attribute::Texts(summary.command.clone()),
-    ));
-    attributes.push(("acp.recording.complete", Attribute::Bool(summary.complete)));
-    // The negotiated protocol version (1, or 2 for the v2 draft), when it is a number.
-    if let Some(version) = summary
-        .protocol_version
-        .as_ref()
-        .and_then(serde_json::Value::as_i64)
-    {
-        attributes.push(("acp.protocol.version", Attribute::Int(version)));
+        .max(summary.created_at)
+}
+
+/// A session's trace as its spans need it: the ids, the turns a span may hang under, and when
+/// the session was last seen.
+struct SessionTree<'a> {
+    session: &'a SessionRef,
+    summary: query::SessionSummary,
+    /// The recording's own trace id, which every span id is derived from.
+    ids: [u8; 16],
+    /// The trace the spans are in: the client's, where it sent one, else `ids`.
+    trace: [u8; 16],
+    /// The session's span.
+    root: [u8; 8],
+    turns: Vec<query::Turn>,
+    last_seen: i64,
+}
+
+impl SessionTree<'_> {
+    /// Attributes with what every span of the session carries: the session and the agent.
+    fn attributes(&self) -> Vec<(&'static str, Attribute)> {
+        vec![
+            (
+                "gen_ai.conversation.id",
+                Attribute::Text(self.session.session_id.clone()),
+            ),
+            (
+                "gen_ai.agent.name",
+                Attribute::Text(self.summary.agent.clone()),
+            ),
+        ]
     }
-    let root_in_window = window.since.is_none() || window.open;
-    if root_in_window {
-        spans.push(Span {
-            trace_id: trace,
-            span_id: root,
+
+    fn turn_span_id(&self, i: usize) -> [u8; 8] {
+        span_id(&self.ids, &format!("turn {}", self.turns[i].request_seq))
+    }
+
+    fn call_span_id(&self, id: &str) -> [u8; 8] {
+        span_id(&self.ids, &format!("tool call {id}"))
+    }
+
+    /// The span of the line at `seq`: the last turn that started before it, else the root.
+    fn parent_of(&self, seq: Option<i64>) -> [u8; 8] {
+        seq.and_then(|seq| {
+            self.turns
+                .partition_point(|t| t.request_seq <= seq)
+                .checked_sub(1)
+        })
+        .map_or(self.root, |i| self.turn_span_id(i))
+    }
+
+    /// The root span `acp.session`: the connection, the agent, the protocol version.
+    fn session_span(&self, client_parent: Option<TraceParent>) -> Span {
+        let summary = &self.summary;
+        let mut attributes = self.attributes();
+        attributes.push(("acp.connection.id", Attribute::Int(summary.connection_id)));
+        attributes.extend(text("acp.session.cwd", summary.cwd.as_deref()));
+        attributes.push((
+            "acp.session.origin",
+            Attribute::Text(summary.origin.clone()),
+        ));
+        attributes.push((
+            "acp.agent.command",
+            Attribute::Texts(summary.command.clone()),
+        ));
+        attributes.push(("acp.recording.complete", Attribute::Bool(summary.complete)));
+        // The negotiated protocol version (1, or 2 for the v2 draft), when it is a number.
+        if let Some(version) = summary
+            .protocol_version
+            .as_ref()
+            .and_then(serde_json::Value::as_i64)
+        {
+            attributes.push(("acp.protocol.version", Attribute::Int(version)));
+        }
+        Span {
+            trace_id: self.trace,
+            span_id: self.root,
             parent_span_id: client_parent.map(|p| p.span_id),
             name: "acp.session".into(),
             kind: SpanKind::Internal,
             start_us: summary.created_at,
-            end_us: last_seen,
+            end_us: self.last_seen,
             attributes,
             status: Status::Unset,
             finished: summary.connection_ended_at.is_some(),
-        });
+        }
     }
 
-    let turn_span = |i: usize| span_id(&ids, &format!("turn {}", turns[i].request_seq));
-    for (i, turn) in turns.iter().enumerate() {
-        if !in_window(turn.ended_at) {
-            continue;
-        }
-        let mut attributes = Vec::new();
-        common(&mut attributes);
+    /// The `invoke_agent` span of turn `i`, under the client's span where its prompt named
+    /// one in this trace.
+    fn turn_span(
+        &self,
+        reader: &Reader,
+        i: usize,
+        marks: &TurnMarks,
+        tool_content: bool,
+    ) -> rusqlite::Result<Span> {
+        let turn = &self.turns[i];
+        let mut attributes = self.attributes();
         attributes.push((
             "gen_ai.operation.name",
             Attribute::Text("invoke_agent".into()),
@@ -382,49 +491,25 @@ pub fn session_spans(
         if let Some(duration) = turn.duration_us {
             attributes.push(("acp.turn.duration_us", Attribute::Int(duration)));
         }
-        if options.tool_content {
-            let lines = turn.request_seq..turns.get(i + 1).map_or(i64::MAX, |t| t.request_seq);
-            let finish = turn
-                .stop_reason
-                .as_deref()
-                .or(turn.error.as_ref().map(|_| "error"))
-                .unwrap_or("unfinished");
-            let (input, output) = turn_messages(reader, session, lines, finish)?;
-            attributes.push(("gen_ai.input.messages", Attribute::Text(input.to_string())));
-            attributes.push((
-                "gen_ai.output.messages",
-                Attribute::Text(output.to_string()),
-            ));
+        if tool_content {
+            self.push_turn_messages(reader, i, &mut attributes)?;
         }
-        if let Some(usage) = usages.get(&turn.request_seq) {
-            for (field, key) in [
-                ("inputTokens", "gen_ai.usage.input_tokens"),
-                ("outputTokens", "gen_ai.usage.output_tokens"),
-                ("cachedReadTokens", "gen_ai.usage.cache_read.input_tokens"),
-                (
-                    "cachedWriteTokens",
-                    "gen_ai.usage.cache_creation.input_tokens",
-                ),
-                ("thoughtTokens", "acp.usage.thought_tokens"),
-                ("totalTokens", "acp.usage.total_tokens"),
-            ] {
-                if let Some(n) = usage[field].as_i64() {
-                    attributes.push((key, Attribute::Int(n)));
-                }
-            }
+        if let Some(usage) = marks.usages.get(&turn.request_seq) {
+            push_usage(usage, &mut attributes);
         }
-        let parent = prompt_parents
+        let parent = marks
+            .prompt_parents
             .get(&turn.request_seq)
-            .filter(|p| p.trace_id == trace)
-            .map_or(root, |p| p.span_id);
-        spans.push(Span {
-            trace_id: trace,
-            span_id: turn_span(i),
+            .filter(|p| p.trace_id == self.trace)
+            .map_or(self.root, |p| p.span_id);
+        Ok(Span {
+            trace_id: self.trace,
+            span_id: self.turn_span_id(i),
             parent_span_id: Some(parent),
-            name: format!("invoke_agent {}", summary.agent),
+            name: format!("invoke_agent {}", self.summary.agent),
             kind: SpanKind::Internal,
             start_us: turn.started_at,
-            end_us: turn.ended_at.unwrap_or(last_seen).max(turn.started_at),
+            end_us: turn.ended_at.unwrap_or(self.last_seen).max(turn.started_at),
             attributes,
             status: match (&turn.error, &turn.stop_reason) {
                 (Some(error), _) => Status::Error(error.clone()),
@@ -432,23 +517,37 @@ pub fn session_spans(
                 (None, None) => Status::Unset,
             },
             finished: turn.ended_at.is_some(),
-        });
+        })
     }
 
-    // A tool call belongs to the last turn that started before it was first seen.
-    let parent_of = |seq: Option<i64>| {
-        seq.and_then(|seq| {
-            turns
-                .partition_point(|t| t.request_seq <= seq)
-                .checked_sub(1)
-        })
-        .map_or(root, turn_span)
-    };
-    let call_span = |id: &str| span_id(&ids, &format!("tool call {id}"));
-    for call in &calls {
+    /// Turn `i`'s prompt and the agent's messages: the lines from its request to the next
+    /// turn's.
+    fn push_turn_messages(
+        &self,
+        reader: &Reader,
+        i: usize,
+        attributes: &mut Vec<(&'static str, Attribute)>,
+    ) -> rusqlite::Result<()> {
+        let turn = &self.turns[i];
+        let lines = turn.request_seq..self.turns.get(i + 1).map_or(i64::MAX, |t| t.request_seq);
+        let finish = turn
+            .stop_reason
+            .as_deref()
+            .or(turn.error.as_ref().map(|_| "error"))
+            .unwrap_or("unfinished");
+        let (input, output) = turn_messages(reader, self.session, lines, finish)?;
+        attributes.push(("gen_ai.input.messages", Attribute::Text(input.to_string())));
+        attributes.push((
+            "gen_ai.output.messages",
+            Attribute::Text(output.to_string()),
+        ));
+        Ok(())
+    }
+
+    /// The `execute_tool` span of a tool call, under the turn it was first seen in.
+    fn tool_call_span(&self, call: &query::ToolCallRow, tool_content: bool) -> Span {
         let kind = call.kind.as_deref().unwrap_or("other");
-        let mut attributes = Vec::new();
-        common(&mut attributes);
+        let mut attributes = self.attributes();
         attributes.push((
             "gen_ai.operation.name",
             Attribute::Text("execute_tool".into()),
@@ -466,7 +565,7 @@ pub fn session_spans(
             attributes.push(("acp.tool_call.locations", Attribute::Texts(paths)));
         }
         attributes.push(("acp.tool_call.updates", Attribute::Int(call.update_count)));
-        if options.tool_content {
+        if tool_content {
             if let Some(input) = &call.raw_input {
                 attributes.push(("gen_ai.tool.call.arguments", content(input)));
             }
@@ -475,10 +574,10 @@ pub fn session_spans(
             }
         }
         let finished = matches!(call.status.as_deref(), Some("completed" | "failed"));
-        spans.push(Span {
-            trace_id: trace,
-            span_id: call_span(&call.tool_call_id),
-            parent_span_id: Some(parent_of(call.first_seq)),
+        Span {
+            trace_id: self.trace,
+            span_id: self.call_span_id(&call.tool_call_id),
+            parent_span_id: Some(self.parent_of(call.first_seq)),
             name: format!("execute_tool {kind}"),
             kind: SpanKind::Internal,
             start_us: call.first_seen_at,
@@ -490,14 +589,45 @@ pub fn session_spans(
                 _ => Status::Unset,
             },
             finished,
-        });
+        }
     }
 
-    for request in &permissions {
+    /// The `acp.permission` span of a permission request, under its tool call's span where
+    /// the session has that call, else under its turn.
+    fn permission_span(
+        &self,
+        request: &query::PermissionRow,
+        known_calls: &std::collections::HashSet<String>,
+    ) -> Span {
         let known_call = request
             .tool_call_id
             .as_deref()
             .filter(|id| known_calls.contains(*id));
+        Span {
+            trace_id: self.trace,
+            span_id: span_id(&self.ids, &format!("permission {}", request.request_seq)),
+            parent_span_id: Some(known_call.map_or_else(
+                || self.parent_of(Some(request.request_seq)),
+                |id| self.call_span_id(id),
+            )),
+            name: "acp.permission".into(),
+            kind: SpanKind::Client,
+            start_us: request.requested_at,
+            end_us: request
+                .decided_at
+                .unwrap_or(self.last_seen)
+                .max(request.requested_at),
+            attributes: self.permission_attributes(request),
+            status: Status::Unset,
+            finished: request.decided_at.is_some(),
+        }
+    }
+
+    /// What a permission span says: what was asked, who decided what, and the policy's part.
+    fn permission_attributes(
+        &self,
+        request: &query::PermissionRow,
+    ) -> Vec<(&'static str, Attribute)> {
         // Who decided, in the words of the telemetry: acptap's policy, the user (whatever the
         // client answered, by its user or its own setting), or nobody (the turn was cancelled).
         let decided_by = match request.decided_by.as_deref() {
@@ -505,8 +635,7 @@ pub fn session_spans(
             Some(other) => other,
             None => "unanswered",
         };
-        let mut attributes = Vec::new();
-        common(&mut attributes);
+        let mut attributes = self.attributes();
         attributes.extend(text("gen_ai.tool.call.id", request.tool_call_id.as_deref()));
         // v2: what the agent asked, and about what.
         attributes.extend(text("acp.permission.title", request.title.as_deref()));
@@ -557,30 +686,16 @@ pub fn session_spans(
         if let Some(wait) = request.decision_us {
             attributes.push(("acp.permission.wait_us", Attribute::Int(wait)));
         }
-        spans.push(Span {
-            trace_id: trace,
-            span_id: span_id(&ids, &format!("permission {}", request.request_seq)),
-            parent_span_id: Some(
-                known_call.map_or_else(|| parent_of(Some(request.request_seq)), call_span),
-            ),
-            name: "acp.permission".into(),
-            kind: SpanKind::Client,
-            start_us: request.requested_at,
-            end_us: request
-                .decided_at
-                .unwrap_or(last_seen)
-                .max(request.requested_at),
-            attributes,
-            status: Status::Unset,
-            finished: request.decided_at.is_some(),
-        });
+        attributes
     }
-    for request in queries::client_requests_in(reader, session, window)? {
+
+    /// The span of a request the agent made of the client (`fs/*`, `terminal/*`), under its
+    /// turn; an error answer is the span's error.
+    fn client_request_span(&self, request: &query::ClientRequest) -> Span {
         let value: serde_json::Value =
             serde_json::from_slice(&request.raw).unwrap_or(serde_json::Value::Null);
         let params = &value["params"];
-        let mut attributes = Vec::new();
-        common(&mut attributes);
+        let mut attributes = self.attributes();
         attributes.push((
             "acp.client_request.method",
             Attribute::Text(request.method.clone()),
@@ -601,20 +716,39 @@ pub fn session_spans(
             Some(_) => Status::Ok,
             None => Status::Unset,
         };
-        spans.push(Span {
-            trace_id: trace,
-            span_id: span_id(&ids, &format!("client request {}", request.seq)),
-            parent_span_id: Some(parent_of(Some(request.seq))),
+        Span {
+            trace_id: self.trace,
+            span_id: span_id(&self.ids, &format!("client request {}", request.seq)),
+            parent_span_id: Some(self.parent_of(Some(request.seq))),
             name: request.method.clone(),
             kind: SpanKind::Client,
             start_us: request.ts,
             finished: answer.is_some(),
-            end_us: answer.map_or(last_seen, |(ts, _)| ts).max(request.ts),
+            end_us: answer.map_or(self.last_seen, |(ts, _)| ts).max(request.ts),
             attributes,
             status,
-        });
+        }
     }
-    Ok(spans)
+}
+
+/// A turn's token usage (the answer's `usage`), in the GenAI conventions' names where they
+/// have one.
+fn push_usage(usage: &serde_json::Value, attributes: &mut Vec<(&'static str, Attribute)>) {
+    for (field, key) in [
+        ("inputTokens", "gen_ai.usage.input_tokens"),
+        ("outputTokens", "gen_ai.usage.output_tokens"),
+        ("cachedReadTokens", "gen_ai.usage.cache_read.input_tokens"),
+        (
+            "cachedWriteTokens",
+            "gen_ai.usage.cache_creation.input_tokens",
+        ),
+        ("thoughtTokens", "acp.usage.thought_tokens"),
+        ("totalTokens", "acp.usage.total_tokens"),
+    ] {
+        if let Some(n) = usage[field].as_i64() {
+            attributes.push((key, Attribute::Int(n)));
+        }
+    }
 }
 
 #[cfg(test)]

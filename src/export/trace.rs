@@ -80,11 +80,11 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::record::Reader;
+use crate::protocol::{Direction, MessageKind};
+use crate::query::{self, Reader};
 
 /// The editor's swimlane.
 pub const CLIENT: &str = "client";
@@ -158,43 +158,23 @@ pub fn export(reader: &Reader, connection_id: i64) -> Result<Vec<String>, TraceE
 
 /// The connection's trace events, in `seq` order (see the module documentation).
 pub fn events(reader: &Reader, connection_id: i64) -> Result<Vec<TraceEvent>, TraceError> {
-    let conn = reader.conn();
-    let started_at: i64 = conn
-        .query_row(
-            "SELECT started_at FROM connections WHERE id = ?1",
-            params![connection_id],
-            |r| r.get(0),
-        )
-        .optional()?
+    let started_at = query::connection_started_at(reader, connection_id)?
         .ok_or(TraceError::NoConnection(connection_id))?;
-    let mut stmt = conn.prepare(
-        "SELECT ts, direction, kind, raw, origin, forwarded FROM messages
-         WHERE connection_id = ?1 AND direction IN ('c2a', 'a2c')
-           AND kind IN ('request', 'response', 'notification', 'batch')
-         ORDER BY seq",
-    )?;
-    let rows = stmt.query_map(params![connection_id], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, Vec<u8>>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, bool>(5)?,
-        ))
-    })?;
     let mut tracer = Tracer::default();
     let mut last_us = 0;
-    for row in rows {
-        let (ts, direction, kind, raw, origin, forwarded) = row?;
-        last_us = (ts - started_at).max(last_us);
-        let (sender, receiver) = if direction == "c2a" {
+    query::for_each_protocol_line(reader, connection_id, |line| {
+        last_us = (line.ts - started_at).max(last_us);
+        let (sender, receiver) = if line.direction == Direction::ClientToAgent {
             (CLIENT, AGENT)
         } else {
             (AGENT, CLIENT)
         };
-        let from = if origin == "acptap" { ACPTAP } else { sender };
-        let to = if forwarded { receiver } else { ACPTAP };
+        let from = if line.origin == "acptap" {
+            ACPTAP
+        } else {
+            sender
+        };
+        let to = if line.forwarded { receiver } else { ACPTAP };
         let at = Hop {
             ts: last_us as f64 / 1e6,
             from,
@@ -202,18 +182,18 @@ pub fn events(reader: &Reader, connection_id: i64) -> Result<Vec<TraceEvent>, Tr
         };
         // The recorder classified the line from these bytes, so they parse; if they somehow do
         // not, there is nothing to show.
-        let Ok(value) = serde_json::from_slice::<Value>(raw.trim_ascii()) else {
-            continue;
+        let Ok(value) = serde_json::from_slice::<Value>(line.raw.trim_ascii()) else {
+            return;
         };
-        match (kind.as_str(), value) {
-            ("batch", Value::Array(items)) => {
+        match (line.kind, value) {
+            (MessageKind::Batch, Value::Array(items)) => {
                 for item in items {
                     tracer.message(&at, item);
                 }
             }
             (_, value) => tracer.message(&at, value),
         }
-    }
+    })?;
     Ok(tracer.events)
 }
 

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::record::Reader;
-use crate::record::queries;
+use crate::query;
+use crate::query::Reader;
 use crate::record::transcript::TranscriptRecord;
 
 /// The lines of a connection as transcript records (`t` relative to its first line).
@@ -14,8 +14,8 @@ pub fn export(
 ) -> Result<Vec<TranscriptRecord>, rusqlite::Error> {
     let mut out = Vec::new();
     let mut first_ts = None;
-    for line in queries::connection_lines(reader, connection_id)? {
-        let queries::ConnectionLine {
+    for line in query::connection_lines(reader, connection_id)? {
+        let query::ConnectionLine {
             seq,
             ts,
             direction: dir,
@@ -47,7 +47,7 @@ pub fn export(
             }),
             seq: Some(seq),
             t: (ts - start) as f64 / 1e6,
-            dir,
+            dir: dir.as_str().to_owned(),
             eol,
             text,
             hex,

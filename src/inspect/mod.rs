@@ -8,7 +8,7 @@ pub mod tail;
 
 use std::fmt::Write as _;
 
-use crate::record::queries::{SessionSummary, ToolCallRow};
+use crate::query::{SessionSummary, ToolCallRow};
 
 /// `2026-11-21 12:03:04` (UTC) from microseconds since the epoch.
 pub fn format_time(us: i64) -> String {

@@ -19,10 +19,9 @@ use super::{
 };
 use crate::protocol::conversation::{Conversation, Role};
 use crate::protocol::state::PermissionShapes;
-use crate::record::Reader;
-use crate::record::queries::{
-    self, PermissionRow, SessionLine, SessionRef, SessionSummary, ToolCallRow,
-};
+use crate::protocol::{Direction, MessageKind};
+use crate::query::Reader;
+use crate::query::{self, PermissionRow, SessionLine, SessionRef, SessionSummary, ToolCallRow};
 
 #[derive(Debug, Serialize)]
 pub struct Timeline {
@@ -206,21 +205,21 @@ pub struct Head {
 
 pub fn head(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Head> {
     Ok(Head {
-        session: queries::session_summary_of(reader, session)?,
-        total_turns: queries::turns(reader, session)?.len(),
+        session: query::session_summary_of(reader, session)?,
+        total_turns: query::turns(reader, session)?.len(),
     })
 }
 
 /// The items of the session's lines before its first turn (all its lines when it has none):
 /// a resume or load and the history it replayed, a title set, a plan.
 pub fn opening(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<Item>> {
-    let first_turn = queries::turns(reader, session)?
+    let first_turn = query::turns(reader, session)?
         .first()
         .map_or(i64::MAX, |t| t.request_seq);
     let mut builder = Builder::new(reader, session, 0..first_turn)?;
     let mut items = Items::default();
     let mut failed = None;
-    queries::for_each_session_line(reader, session, 0..first_turn, |line| {
+    query::for_each_session_line(reader, session, 0..first_turn, |line| {
         if failed.is_none()
             && let Err(e) = builder.line(&mut items, &line)
         {
@@ -242,7 +241,7 @@ pub fn for_each_turn(
     turns: std::ops::Range<usize>,
     mut each: impl FnMut(TurnView),
 ) -> rusqlite::Result<()> {
-    let all_turns = queries::turns(reader, session)?;
+    let all_turns = query::turns(reader, session)?;
     let first = turns.start.min(all_turns.len());
     let end = turns.end.clamp(first, all_turns.len());
     let turns = &all_turns[first..end];
@@ -269,7 +268,7 @@ pub fn for_each_turn(
     // The turn being built (its number, view and items so far).
     let mut current: Option<(usize, TurnView, Items)> = None;
     let mut failed = None;
-    queries::for_each_session_line(reader, session, seqs, |line| {
+    query::for_each_session_line(reader, session, seqs, |line| {
         if failed.is_some() {
             return;
         }
@@ -295,7 +294,7 @@ pub fn for_each_turn(
         let Some((_, view, items)) = current.as_mut() else {
             return;
         };
-        if line.direction == "c2a"
+        if line.direction == Direction::ClientToAgent
             && line.method.as_deref() == Some("session/prompt")
             && line.seq == turns[turn].request_seq
         {
@@ -462,7 +461,7 @@ impl<'r> Builder<'r> {
         Ok(Builder {
             reader,
             session,
-            permissions: queries::permission_requests_between(reader, session, seqs)?
+            permissions: query::permission_requests_between(reader, session, seqs)?
                 .into_iter()
                 .map(|p| (p.request_seq, p))
                 .collect(),
@@ -494,18 +493,18 @@ impl<'r> Builder<'r> {
             }
             return Ok(());
         }
-        let from = if line.direction == "c2a" {
+        let from = if line.direction == Direction::ClientToAgent {
             "client"
         } else {
             "agent"
         };
-        match (line.direction.as_str(), method) {
-            ("a2c", Some("session/update")) if ours => {
+        match (line.direction, method) {
+            (Direction::AgentToClient, Some("session/update")) if ours => {
                 if let Some(update) = params.and_then(|p| p.get("update")) {
                     self.update(items, update)?;
                 }
             }
-            ("a2c", Some("session/request_permission")) if ours => {
+            (Direction::AgentToClient, Some("session/request_permission")) if ours => {
                 let request = self.permissions.remove(&line.seq);
                 let id = match &request {
                     Some(r) => r.tool_call_id.clone(),
@@ -522,7 +521,9 @@ impl<'r> Builder<'r> {
                     });
                 }
             }
-            ("a2c", Some("elicitation/create")) if ours && line.kind == "request" => {
+            (Direction::AgentToClient, Some("elicitation/create"))
+                if ours && line.kind == MessageKind::Request =>
+            {
                 self.elicitation(items, line, params)?;
             }
             (_, Some("elicitation/complete")) => {
@@ -547,7 +548,9 @@ impl<'r> Builder<'r> {
             }
             (_, Some("$/cancel_request")) => self.cancel_request(items, line, params, from)?,
             (_, Some(method))
-                if ours && line.kind == "request" && SESSION_REQUESTS.contains(&method) =>
+                if ours
+                    && line.kind == MessageKind::Request
+                    && SESSION_REQUESTS.contains(&method) =>
             {
                 self.request(items, line, method, params, from)?;
             }
@@ -660,8 +663,7 @@ impl<'r> Builder<'r> {
                 .map(str::to_owned),
             ..ElicitationView::default()
         };
-        if let Some(answer) = queries::answer_to(self.reader, self.session.connection_id, line.seq)?
-        {
+        if let Some(answer) = query::answer_to(self.reader, self.session.connection_id, line.seq)? {
             let answer_value: Value = serde_json::from_slice(&answer.raw).unwrap_or(Value::Null);
             view.answered_by = Some(answered_by(&answer.origin).to_owned());
             match (answer_value.get("result"), answer_value.get("error")) {
@@ -695,11 +697,11 @@ impl<'r> Builder<'r> {
         let Some(id) = params.and_then(|p| p.get("requestId")) else {
             return Ok(());
         };
-        let cancelled = queries::cancelled_request(
+        let cancelled = query::cancelled_request(
             self.reader,
             self.session.connection_id,
             line.seq,
-            &line.direction,
+            line.direction,
             &id.to_string(),
         )?;
         let ours = |session: Option<&str>| session == Some(self.session.session_id.as_str());
@@ -783,7 +785,7 @@ impl<'r> Builder<'r> {
             _ => {}
         }
         let answer =
-            queries::answer_to(self.reader, self.session.connection_id, line.seq)?.map(|answer| {
+            query::answer_to(self.reader, self.session.connection_id, line.seq)?.map(|answer| {
                 let value: Value = serde_json::from_slice(&answer.raw).unwrap_or(Value::Null);
                 answer_summary(method, &value)
             });
@@ -804,7 +806,7 @@ impl<'r> Builder<'r> {
         let Some(id) = id.filter(|id| !self.shown.contains_key(*id)) else {
             return Ok(());
         };
-        if let Some(call) = queries::tool_call(self.reader, self.session, id)? {
+        if let Some(call) = query::tool_call(self.reader, self.session, id)? {
             self.shown
                 .insert(call.tool_call_id.clone(), call.title.clone());
             items.items.push(Item::ToolCall(call));

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{format_duration, one_line};
-pub use crate::record::stats::{ByteStat, Count, Scope, Stats, ToolStat, stats};
+pub use crate::query::stats::{ByteStat, Count, Scope, Stats, ToolStat, stats};
 
 fn render_unescaped(stats: &Stats) -> String {
     let mut out = String::new();

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::one_line;
-pub use crate::record::follow::{Cursor, Event};
+pub use crate::query::follow::{Cursor, Event};
 
 /// One line for a person; `color` adds ANSI colours by status.
 pub fn render(event: &Event, color: bool) -> String {

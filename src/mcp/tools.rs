@@ -1,17 +1,21 @@
 //! What each MCP tool answers, as plain functions of the database: arguments in, JSON out.
 //! Every answer is sized for a model: lists are paged with the total and how many more there
-//! are, and every recorded string is cut (with `…[N more bytes]`) where a list only needs a
-//! preview. Recorded text is data, never instructions: the tool descriptions say so.
+//! are (the views' one pager, `query::pages::Page`), and every recorded string is cut (with
+//! `…[N more bytes]`) where a list only needs a preview. A row is its type's own `Serialize`
+//! (what `--json` prints, the UI sends the same), with what only this view adds or without what a
+//! list leaves out: durations in microseconds, times in microseconds since the epoch. Recorded
+//! text is data, never instructions: the tool descriptions say so.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::inspect::cut_json_strings;
 use crate::inspect::report::diff::{DiffRow, diff_view};
 use crate::inspect::show::{self, Item};
-use crate::inspect::{cut_json_strings, format_time};
-use crate::record::Reader;
-use crate::record::queries::{self, SessionRef, SessionSummary, ToolCallRow, ToolFilter};
+use crate::query::Reader;
+use crate::query::pages::{Page, PageRequest};
+use crate::query::{self, SessionRef, SessionSummary, ToolCallRow, ToolFilter};
 
 /// A recorded string in a list is cut to this many bytes.
 const LIST_TEXT: usize = 500;
@@ -31,62 +35,28 @@ fn bad(text: impl Into<String>) -> anyhow::Error {
     BadArgument(text.into()).into()
 }
 
-/// `limit` (default `default`, at most MAX_LIMIT) and `offset`, with a note when the limit
-/// asked for was lowered.
-fn page(limit: Option<usize>, default: usize) -> (usize, Option<String>) {
-    match limit {
-        Some(0) => (1, Some("limit is at least 1".into())),
-        Some(n) if n > MAX_LIMIT => (
-            MAX_LIMIT,
-            Some(format!(
-                "limit {n} lowered to {MAX_LIMIT}: page with offset"
-            )),
-        ),
-        Some(n) => (n, None),
-        None => (default, None),
-    }
-}
-
-/// The paged answer: `items` of `total` from `offset`, and how many more follow.
-fn paged(total: usize, offset: usize, items: Vec<Value>, note: Option<String>) -> Value {
-    let shown = items.len();
-    let more = total.saturating_sub(offset.saturating_add(shown));
-    let mut answer = json!({
-        "total": total,
-        "offset": offset,
-        "items": items,
-        "more": more,
-    });
-    if more > 0 {
-        answer["next_offset"] = json!(offset.saturating_add(shown));
-    }
-    if let Some(note) = note {
-        answer["note"] = json!(note);
-    }
-    answer
+/// `limit` rows (default `default`, at most MAX_LIMIT) from `offset` (default 0), with a note
+/// when the limit asked for was changed.
+fn page(offset: Option<usize>, limit: Option<usize>, default: usize) -> PageRequest {
+    PageRequest::new(offset.unwrap_or(0), limit, default, MAX_LIMIT)
 }
 
 /// A session by `last`, its id, or a unique prefix of it.
 fn session(reader: &Reader, spec: &str) -> anyhow::Result<SessionRef> {
-    queries::resolve_session(reader, spec).map_err(|e| bad(format!("session {spec:?}: {e}")))
+    query::resolve_session(reader, spec).map_err(|e| bad(format!("session {spec:?}: {e}")))
 }
 
+/// A session: its summary as `sessions --json` writes it, and its protocol version in words
+/// (`protocol`: `v1`, `v2 (draft)`), every string cut for a list.
 fn session_row(s: &SessionSummary) -> Value {
-    json!({
-        "session": s.session_id,
-        "connection": s.connection_id,
-        "agent": s.agent,
-        "label": s.label,
-        "cwd": s.cwd,
-        "started": format_time(s.created_at),
-        "protocol": s.protocol_version.as_ref().map(crate::inspect::protocol_label),
-        "state": s.state,
-        "exit_code": s.exit_code,
-        "turns": s.turns,
-        "tool_calls": s.tool_calls,
-        "permission_requests": s.permission_requests,
-        "lines_lost": s.lost_messages,
-    })
+    let mut row = json!(s);
+    row["protocol"] = json!(
+        s.protocol_version
+            .as_ref()
+            .map(crate::inspect::protocol_label)
+    );
+    cut_json_strings(&mut row, LIST_TEXT);
+    row
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -136,26 +106,15 @@ pub fn list_sessions(reader: &Reader, args: ListSessions) -> anyhow::Result<Valu
         None => true,
         Some(w) => field.is_some_and(|f| f.to_lowercase().contains(&w.to_lowercase())),
     };
-    let matching: Vec<SessionSummary> = queries::list_sessions(reader, usize::MAX)?
+    let matching: Vec<SessionSummary> = query::list_sessions(reader, usize::MAX)?
         .into_iter()
         .filter(|s| contains(Some(&s.agent), &args.agent))
         .filter(|s| contains(s.label.as_deref(), &args.label))
         .filter(|s| since.is_none_or(|t| s.created_at >= t))
         .filter(|s| args.status.as_deref().is_none_or(|st| s.state == st))
         .collect();
-    let (limit, note) = page(args.limit, 20);
-    let offset = args.offset.unwrap_or(0);
-    let items = matching
-        .iter()
-        .skip(offset)
-        .take(limit)
-        .map(|s| {
-            let mut row = session_row(s);
-            cut_json_strings(&mut row, LIST_TEXT);
-            row
-        })
-        .collect();
-    Ok(paged(matching.len(), offset, items, note))
+    let page = page(args.offset, args.limit, 20).page_of(matching.iter());
+    Ok(json!(page.map(session_row)))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -168,41 +127,28 @@ pub struct SessionTimeline {
     pub turns: Option<usize>,
 }
 
-/// A tool call as a line of a list.
-fn tool_call_row(call: &ToolCallRow) -> Value {
-    let mut row = json!({
-        "session": call.session_id,
-        "tool_call_id": call.tool_call_id,
-        "title": call.title,
-        "kind": call.kind,
-        "status": call.status,
-        "paths": call.paths(),
-        "first_seen": format_time(call.first_seen_at),
-        "duration_ms": call.duration_us().map(|us| us as f64 / 1000.0),
-    });
+/// A tool call as a line of a list (`ToolCallRow::into_list_json`: without its content,
+/// locations, arguments and result), every string cut.
+fn tool_call_row(call: ToolCallRow) -> Value {
+    let mut row = call.into_list_json();
     cut_json_strings(&mut row, LIST_TEXT);
     row
 }
 
-/// A timeline's items for a model: tool calls and permission requests as the list tools give
-/// them, the rest (messages with their final text, terminals, elicitations, other requests) as
-/// `show --json` has them.
-fn timeline_items(items: &[Item]) -> Vec<Value> {
+/// A timeline's items for a model: as `show --json` has them, but a tool call as the list
+/// tools give it, and a tool call's and a permission request's strings cut as in a list.
+fn timeline_items(items: Vec<Item>) -> Vec<Value> {
     items
-        .iter()
+        .into_iter()
         .map(|item| match item {
             Item::ToolCall(call) => {
                 let mut row = tool_call_row(call);
                 row["type"] = json!("tool_call");
                 row
             }
-            Item::Permission {
-                tool_call_title,
-                request,
-            } => {
-                let mut row = permission_row(request);
-                row["type"] = json!("permission");
-                row["tool_call_title"] = json!(tool_call_title);
+            permission @ Item::Permission { .. } => {
+                let mut row = json!(permission);
+                cut_json_strings(&mut row, LIST_TEXT);
                 row
             }
             other => json!(other),
@@ -212,27 +158,20 @@ fn timeline_items(items: &[Item]) -> Vec<Value> {
 
 pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Result<Value> {
     let session = session(reader, &args.session)?;
-    let (count, note) = page(args.turns, 5);
+    let turns_asked = page(None, args.turns, 5);
     let first = args.from_turn.unwrap_or(1).max(1) - 1;
-    let end = first.saturating_add(count);
+    let end = first.saturating_add(turns_asked.limit);
     let head = show::head(reader, &session)?;
     let mut turns = Vec::new();
     let mut size = 0;
-    show::for_each_turn(reader, &session, first..end, |turn| {
+    show::for_each_turn(reader, &session, first..end, |mut turn| {
         if size > ANSWER_BYTES {
             return;
         }
-        let items = timeline_items(&turn.items);
-        let mut value = json!({
-            "turn": turn.index,
-            "started": format_time(turn.started_at),
-            "duration_ms": turn.duration_us.map(|us| us as f64 / 1000.0),
-            "stop_reason": turn.stop_reason,
-            "error": turn.error,
-            "cancel_requested": turn.cancel_requested,
-            "prompt": turn.prompt,
-            "items": items,
-        });
+        // The turn as `show --json` writes it, with its items for a model.
+        let items = timeline_items(std::mem::take(&mut turn.items));
+        let mut value = json!(turn);
+        value["items"] = json!(items);
         cut_json_strings(&mut value, DETAIL_TEXT / 4);
         size += value.to_string().len();
         turns.push(value);
@@ -248,7 +187,7 @@ pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Resul
     if first == 0 {
         let opening = show::opening(reader, &session)?;
         if !opening.is_empty() {
-            let mut items = json!(timeline_items(&opening));
+            let mut items = json!(timeline_items(opening));
             cut_json_strings(&mut items, DETAIL_TEXT / 4);
             answer["before_first_turn"] = items;
         }
@@ -256,7 +195,7 @@ pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Resul
     if first.saturating_add(shown) < head.total_turns {
         answer["next_from_turn"] = json!(first + shown + 1);
     }
-    if let Some(note) = note {
+    if let Some(note) = turns_asked.note {
         answer["note"] = json!(note);
     }
     Ok(answer)
@@ -299,11 +238,10 @@ pub fn list_tool_calls(reader: &Reader, args: ListToolCalls) -> anyhow::Result<V
         })
         .transpose()?;
     let text = args.text.as_deref().map(str::to_lowercase);
-    let (limit, note) = page(args.limit, 50);
-    let offset = args.offset.unwrap_or(0);
+    let page = page(args.offset, args.limit, 50);
     let mut total = 0;
     let mut items = Vec::new();
-    queries::for_each_tool_call(reader, &filter, |call| {
+    query::for_each_tool_call(reader, &filter, |call| {
         let path_ok = glob
             .as_ref()
             .is_none_or(|g| call.paths().iter().any(|p| g.is_match(p)));
@@ -313,13 +251,13 @@ pub fn list_tool_calls(reader: &Reader, args: ListToolCalls) -> anyhow::Result<V
                 .is_some_and(|title| title.to_lowercase().contains(t))
         });
         if path_ok && text_ok {
-            if total >= offset && items.len() < limit {
-                items.push(tool_call_row(&call));
+            if total >= page.offset && items.len() < page.limit {
+                items.push(tool_call_row(call));
             }
             total += 1;
         }
     })?;
-    Ok(paged(total, offset, items, note))
+    Ok(json!(Page::new(&page, total, items)))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -355,7 +293,7 @@ fn unified(item: &Value) -> String {
 
 pub fn get_tool_call(reader: &Reader, args: GetToolCall) -> anyhow::Result<Value> {
     let session = session(reader, &args.session)?;
-    let call = queries::tool_call(reader, &session, &args.tool_call_id)?.ok_or_else(|| {
+    let call = query::tool_call(reader, &session, &args.tool_call_id)?.ok_or_else(|| {
         bad(format!(
             "no tool call {:?} in session {}: list_tool_calls gives the ids",
             args.tool_call_id, session.session_id
@@ -375,43 +313,22 @@ pub fn get_tool_call(reader: &Reader, args: GetToolCall) -> anyhow::Result<Value
         })
         .collect();
     let permissions: Vec<Value> =
-        crate::record::pages::permission_requests_of_call(reader, &session, &call.tool_call_id)?
+        crate::query::pages::permission_requests_of_call(reader, &session, &call.tool_call_id)?
             .iter()
             .map(permission_row)
             .collect();
-    let mut answer = tool_call_row(&call);
-    answer["locations"] = json!(call.locations);
+    // The whole call with what it derives; its content with each diff as unified-diff text.
+    let mut answer = call.detail_json();
     answer["content"] = json!(content);
-    answer["raw_input"] = json!(call.raw_input);
-    answer["raw_output"] = json!(call.raw_output);
-    answer["updates"] = json!(call.update_count);
     answer["permission_requests"] = json!(permissions);
     cut_json_strings(&mut answer, DETAIL_TEXT);
     Ok(answer)
 }
 
-/// A permission request: what was asked, who decided, and why.
-fn permission_row(p: &queries::PermissionRow) -> Value {
-    let mut row = json!({
-        "tool_call_id": p.tool_call_id,
-        "title": p.title,
-        "description": p.description,
-        "subject": p.subject,
-        "subject_summary": p.subject_summary,
-        "request_line": p.request_seq,
-        "asked": format_time(p.requested_at),
-        "outcome": p.outcome,
-        "option_id": p.option_id,
-        "option_kind": p.option_kind,
-        "decided_by": p.decided_by.as_deref().unwrap_or(if p.outcome.is_some() { "?" } else { "undecided" }),
-        "policy_rule": p.policy_rule,
-        "policy_decision": p.policy_decision,
-        "policy_reason": p.policy_reason,
-        "policy_shadow": p.policy_shadow,
-        "policy_hash": p.policy_hash,
-        "wait_ms": p.decision_us.map(|us| us as f64 / 1000.0),
-        "options": p.options,
-    });
+/// A permission request (what was asked, who decided, and why) as `show --json` has it, every
+/// string cut for a list.
+fn permission_row(p: &query::PermissionRow) -> Value {
+    let mut row = json!(p);
     cut_json_strings(&mut row, LIST_TEXT);
     row
 }
@@ -442,14 +359,14 @@ pub fn list_permission_requests(
     }
     // What the live policy decided on, by request line: the recorded input of its decision.
     let inputs: std::collections::HashMap<i64, Value> =
-        queries::recorded_permissions(reader, Some(&session))?
+        query::recorded_permissions(reader, Some(&session))?
             .into_iter()
             .filter_map(|r| {
                 let input = serde_json::from_str(r.policy_input.as_deref()?).ok()?;
                 Some((r.request_seq, input))
             })
             .collect();
-    let rows: Vec<_> = queries::permission_requests(reader, &session)?
+    let rows: Vec<_> = query::permission_requests(reader, &session)?
         .into_iter()
         .filter(|p| match args.decided_by.as_deref() {
             None => true,
@@ -457,23 +374,16 @@ pub fn list_permission_requests(
             Some(d) => p.decided_by.as_deref() == Some(d),
         })
         .collect();
-    let (limit, note) = page(args.limit, 50);
-    let offset = args.offset.unwrap_or(0);
-    let items = rows
-        .iter()
-        .skip(offset)
-        .take(limit)
-        .map(|p| {
-            let mut row = permission_row(p);
-            if let Some(input) = inputs.get(&p.request_seq) {
-                let mut input = input.clone();
-                cut_json_strings(&mut input, LIST_TEXT);
-                row["policy_input"] = input;
-            }
-            row
-        })
-        .collect();
-    Ok(paged(rows.len(), offset, items, note))
+    let page = page(args.offset, args.limit, 50).page_of(rows.iter());
+    Ok(json!(page.map(|p| {
+        let mut row = permission_row(p);
+        if let Some(input) = inputs.get(&p.request_seq) {
+            let mut input = input.clone();
+            cut_json_strings(&mut input, LIST_TEXT);
+            row["policy_input"] = input;
+        }
+        row
+    })))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -493,42 +403,30 @@ pub fn search(reader: &Reader, args: Search) -> anyhow::Result<Value> {
     if args.text.trim().is_empty() {
         return Err(bad("text is empty: give words to find"));
     }
-    let (limit, note) = page(args.limit, 10);
-    let offset = args.offset.unwrap_or(0);
-    let query = crate::record::search::Search {
+    let page = page(args.offset, args.limit, 10);
+    let query = crate::query::search::Search {
         text: Some(args.text.clone()),
         ..Default::default()
     };
-    let hits = crate::record::search::search(reader, &query, MAX_SEARCH_SESSIONS).map_err(|e| {
+    let hits = crate::query::search::search(reader, &query, MAX_SEARCH_SESSIONS).map_err(|e| {
         bad(format!(
             "cannot search for `{}`: {e}",
             crate::policy::paths::cut_for_error(&args.text)
         ))
     })?;
-    let items: Vec<Value> = hits
-        .iter()
-        .skip(offset)
-        .take(limit)
-        .map(|hit| {
-            let mut row = json!({
-                "session": hit.session_id,
-                "connection": hit.connection_id,
-                "started": format_time(hit.started_at),
-                "matching_lines": hit.lines,
-                "first_matching_line": hit.first_seq,
-                "tool_calls": hit.tool_calls,
-            });
-            cut_json_strings(&mut row, LIST_TEXT);
-            row
-        })
-        .collect();
-    let mut answer = paged(hits.len(), offset, items, note);
+    // Each session as `search --json` writes it.
+    let mut page = page.page_of(hits.iter()).map(|hit| {
+        let mut row = json!(hit);
+        cut_json_strings(&mut row, LIST_TEXT);
+        row
+    });
     if hits.len() == MAX_SEARCH_SESSIONS {
-        answer["note"] = json!(format!(
+        page.note = Some(format!(
             "only the newest {MAX_SEARCH_SESSIONS} matching sessions are read: give more words"
         ));
     }
-    match crate::record::search::unindexed_lines(reader)? {
+    let mut answer = json!(page);
+    match crate::query::search::unindexed_lines(reader)? {
         Some(0) => {}
         Some(n) => {
             answer["index_note"] = json!(format!(
@@ -558,29 +456,21 @@ pub fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Valu
     use crate::check::{Direction, Line};
     let session = session(reader, &args.session)?;
     let lines: Vec<(i64, Direction, Vec<u8>)> =
-        queries::connection_lines(reader, session.connection_id)?
+        query::connection_lines(reader, session.connection_id)?
             .into_iter()
-            .filter_map(|l| Some((l.seq, Direction::of_recorded(&l.direction)?, l.raw)))
+            .filter_map(|l| Some((l.seq, Some(l.direction).filter(|d| d.is_protocol())?, l.raw)))
             .collect();
     let outcome = crate::check::check(lines.iter().map(|(seq, direction, raw)| Line {
         seq: *seq,
         direction: *direction,
         raw,
     }));
-    let (limit, note) = page(args.limit, 50);
-    let offset = args.offset.unwrap_or(0);
-    let findings: Vec<Value> = outcome
-        .findings
-        .iter()
-        .skip(offset)
-        .take(limit)
-        .map(|f| {
-            let mut v = json!(f);
-            cut_json_strings(&mut v, LIST_TEXT);
-            v
-        })
-        .collect();
-    let mut answer = paged(outcome.findings.len(), offset, findings, note);
+    let page = page(args.offset, args.limit, 50).page_of(outcome.findings.iter());
+    let mut answer = json!(page.map(|f| {
+        let mut v = json!(f);
+        cut_json_strings(&mut v, LIST_TEXT);
+        v
+    }));
     answer["session"] = json!(session.session_id);
     answer["lines"] = json!(lines.len());
     Ok(answer)
@@ -642,7 +532,7 @@ pub fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value>
         }
         (None, Some(spec), Some(id)) => {
             let session = session(reader, spec)?;
-            let recorded = queries::recorded_permissions(reader, Some(&session))?
+            let recorded = query::recorded_permissions(reader, Some(&session))?
                 .into_iter()
                 .rfind(|r| r.tool_call_id.as_deref() == Some(id))
                 .ok_or_else(|| {

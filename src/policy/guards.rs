@@ -11,7 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::paths;
+use super::filesystem::{Disk, Entry, FileSystem};
+use super::paths::{self, Containment, Placing};
 
 /// File names whose content later runs as code or configures the tools that run it: shells,
 /// git, direnv, npm, editors. Compared in lower case.
@@ -178,6 +179,7 @@ impl Guards<'_> {
     /// of every command, read strictly and loosely.
     pub fn rm_recursive<'w>(
         &self,
+        fs: &dyn FileSystem,
         commands: impl Iterator<Item = &'w [String]>,
         cwd: Option<&Path>,
     ) -> Option<String> {
@@ -190,7 +192,7 @@ impl Guards<'_> {
                 if !options.iter().any(|o| is_recursive_flag(o)) {
                     continue;
                 }
-                if let Some(target) = targets.iter().find(|t| self.is_precious(t, cwd)) {
+                if let Some(target) = targets.iter().find(|t| self.is_precious(fs, t, cwd)) {
                     return Some(format!(
                         "built-in guard: `rm -r {target}` would delete far more than a project file"
                     ));
@@ -202,16 +204,16 @@ impl Guards<'_> {
 
     /// Whether `rm -r TARGET` can reach `/`, home, the working directory or above, as bash
     /// would expand TARGET; what cannot be known counts as reaching them.
-    fn is_precious(&self, target: &str, cwd: Option<&Path>) -> bool {
+    fn is_precious(&self, fs: &dyn FileSystem, target: &str, cwd: Option<&Path>) -> bool {
         if target.contains(['$', '`']) {
             return true; // an expansion the policy cannot see
         }
         let precious = |p: &Path| {
             p.components().count() <= 2 // `/` and `/usr`, `/etc`, `/home`...
-                || self.home.is_some_and(|h| h.starts_with(p))
-                || cwd.is_some_and(|c| c.starts_with(p))
+                || self.home.is_some_and(|h| inside(h, p))
+                || cwd.is_some_and(|c| inside(c, p))
         };
-        let Some(literal) = paths::normalise(target, cwd, self.home) else {
+        let Some(literal) = paths::normalise(fs, target, cwd, self.home) else {
             return true;
         };
         if precious(&literal) {
@@ -220,20 +222,20 @@ impl Guards<'_> {
         let Some((dir, pattern)) = first_glob(target) else {
             return false;
         };
-        let Some(dir) = paths::normalise(if dir.is_empty() { "." } else { dir }, cwd, self.home)
-        else {
+        let dir = if dir.is_empty() { "." } else { dir };
+        let Some(dir) = paths::normalise(fs, dir, cwd, self.home) else {
             return true;
         };
         // A pattern in `/`, home or above the working directory; a catch-all (`*`, `?*`, `.*`,
         // `**`) in the working directory; or any match that is itself precious.
         let above = dir.components().count() <= 2
-            || self.home.is_some_and(|h| h.starts_with(&dir))
-            || cwd.is_some_and(|c| c.starts_with(&dir) && c != dir);
+            || self.home.is_some_and(|h| inside(h, &dir))
+            || cwd.is_some_and(|c| inside(c, &dir) && c != dir);
         let catch_all = pattern.chars().all(|c| matches!(c, '*' | '?' | '.'));
         if above || (catch_all && cwd == Some(dir.as_path())) {
             return true;
         }
-        paths::expand_argument(target, cwd, self.home)
+        paths::expand_argument(fs, target, cwd, self.home)
             .iter()
             .any(|p| p.as_deref().is_none_or(precious))
     }
@@ -245,6 +247,16 @@ impl Guards<'_> {
     /// usually a revision. A repository planted by earlier edits is caught on disk when a later
     /// command runs in it or names it.
     pub fn ask(&self, paths: &[Option<PathBuf>], by_name: bool) -> Option<(&'static str, String)> {
+        self.ask_in(&Disk, paths, by_name)
+    }
+
+    /// [`Guards::ask`], with the file system's facts (a repository on disk) from `fs`.
+    pub(crate) fn ask_in(
+        &self,
+        fs: &dyn FileSystem,
+        paths: &[Option<PathBuf>],
+        by_name: bool,
+    ) -> Option<(&'static str, String)> {
         for path in paths.iter().flatten() {
             let lower = lowercase(path);
             if lower.components().any(|c| c.as_os_str() == ".git") {
@@ -268,7 +280,7 @@ impl Guards<'_> {
                     ),
                 ));
             }
-            if let Some(repository) = repository_around(path) {
+            if let Some(repository) = repository_around(fs, path) {
                 return Some((
                     "guard:git-repo",
                     format!(
@@ -306,7 +318,7 @@ impl Guards<'_> {
                     let home = lowercase(home);
                     STARTUP_DIRS
                         .iter()
-                        .any(|dir| lower.starts_with(home.join(dir)))
+                        .any(|dir| inside(&lower, &home.join(dir)))
                 })
             {
                 return Some((
@@ -329,13 +341,19 @@ fn lowercase(path: &Path) -> PathBuf {
 /// The nearest directory at or above `path` that git would take for a repository: a `HEAD`
 /// file next to `objects` or `refs` (as `vendor/evil/{HEAD,config,objects,refs}` made by
 /// ordinary edits would be).
-fn repository_around(path: &Path) -> Option<PathBuf> {
+fn repository_around(fs: &dyn FileSystem, path: &Path) -> Option<PathBuf> {
+    let is = |p: PathBuf, entry: Entry| fs.entry(&p, true) == Some(entry);
     path.ancestors()
         .find(|dir| {
-            dir.join("HEAD").is_file()
-                && (dir.join("objects").is_dir() || dir.join("refs").is_dir())
+            is(dir.join("HEAD"), Entry::File)
+                && (is(dir.join("objects"), Entry::Dir) || is(dir.join("refs"), Entry::Dir))
         })
         .map(Path::to_owned)
+}
+
+/// Whether `path` lies in `dir`, both placed already.
+fn inside(path: &Path, dir: &Path) -> bool {
+    paths::containment(path, dir, Placing::AsGiven) == Containment::Inside
 }
 
 /// rm's options and targets: options end at `--`; GNU rm takes options after targets too.
@@ -415,12 +433,12 @@ mod tests {
             "*/..", "/ho*", "~/pro*", "/usr",
         ] {
             assert!(
-                guards.is_precious(target, Some(&cwd)),
+                guards.is_precious(&Disk, target, Some(&cwd)),
                 "{target} should be precious"
             );
         }
         for target in ["src", "src/*", "target", "./build*", "/tmp/x"] {
-            assert!(!guards.is_precious(target, Some(&cwd)), "{target}");
+            assert!(!guards.is_precious(&Disk, target, Some(&cwd)), "{target}");
         }
     }
 }

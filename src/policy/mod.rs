@@ -2,7 +2,10 @@
 //!
 //! Pure: [`Policy::decide`] takes the request's params, what is known of the tool call, the
 //! session's cwd and the agent's name, and returns a [`Verdict`]. The proxy (`proxy/policy_tap.rs`)
-//! does the I/O.
+//! does the I/O. The file-system facts a decision needs (where a symbolic link on a path leads,
+//! what a glob argument matches, a repository-shaped directory, the working directory a relative
+//! cwd is placed in) come from one [`FileSystem`]: [`Disk`] for every caller, an in-memory one in
+//! the tests (`Policy::decide_in`).
 //!
 //! # Precedence
 //!
@@ -34,6 +37,7 @@
 
 pub mod agents;
 pub mod commands;
+pub mod filesystem;
 pub mod guards;
 pub mod paths;
 pub mod rules;
@@ -51,6 +55,7 @@ use crate::protocol::state::PermissionShapes;
 use crate::protocol::toolcall::{ToolCall, UpdateKind};
 use agents::{Dialect, Unnamed};
 use commands::Danger;
+pub use filesystem::{Disk, Entry, FileSystem};
 use guards::Guards;
 use rules::InputMatcher;
 pub use rules::{Decision, EXAMPLE_CWD, Origin, PolicyError, PolicySet, Rule};
@@ -200,6 +205,18 @@ impl DecisionInput {
         context: Context,
         unknown: Option<(String, String)>,
     ) -> DecisionInput {
+        Self::new_in(&Disk, params, known, context, unknown)
+    }
+
+    /// [`DecisionInput::new`], with the file system's facts (where the readings of a request
+    /// run, the paths they name) from `fs`.
+    pub(crate) fn new_in(
+        fs: &dyn FileSystem,
+        params: &Value,
+        known: Option<&ToolCall>,
+        context: Context,
+        unknown: Option<(String, String)>,
+    ) -> DecisionInput {
         let mut input = DecisionInput {
             tool_call: None,
             cwd: context.cwd.map(|c| c.to_string_lossy().into_owned()),
@@ -308,7 +325,8 @@ impl DecisionInput {
         let dialect = Dialect::of(context.agent);
         for (other, what) in [(v1, "v1 `toolCall`"), (named, "tool call it names")] {
             let Some(other) = other else { continue };
-            if let Some(difference) = disagreement(&call, &other, judged, context.cwd, &dialect) {
+            if let Some(difference) = disagreement(fs, &call, &other, judged, context.cwd, &dialect)
+            {
                 leave(
                     &mut input,
                     format!(
@@ -467,6 +485,7 @@ fn command_call(subject: &Value) -> Result<Value, String> {
 /// What two readings of one request must agree on: the kind, the command, where it runs, and
 /// (for a tool-call subject) the paths. `None`: they agree.
 fn disagreement(
+    fs: &dyn FileSystem,
     judged: &Value,
     other: &Value,
     how: &str,
@@ -494,7 +513,11 @@ fn disagreement(
             return vec![cwd.map(Path::to_owned)];
         }
         dirs.iter()
-            .map(|d| d.as_ref().ok().and_then(|d| paths::normalise(d, cwd, None)))
+            .map(|d| {
+                d.as_ref()
+                    .ok()
+                    .and_then(|d| paths::normalise(fs, d, cwd, None))
+            })
             .collect()
     };
     if a.is_some() {
@@ -524,7 +547,7 @@ fn disagreement(
             let mut all: Vec<Option<PathBuf>> = raw
                 .paths
                 .iter()
-                .map(|p| paths::normalise(p, cwd, None))
+                .map(|p| paths::normalise(fs, p, cwd, None))
                 .collect();
             all.sort();
             all.dedup();
@@ -563,7 +586,7 @@ pub struct Policy {
     /// The policy files as paths a tool might name (the ask guard protects them).
     files: Vec<PathBuf>,
     /// Path matchers per rule and cwd: compiled once per session.
-    globs: RefCell<HashMap<GlobKey, Result<globset::GlobSet, String>>>,
+    globs: RefCell<HashMap<GlobKey, Result<globset::GlobSet, rules::RuleError>>>,
     /// The paths a command rule without `paths` allows: `${cwd}/**`.
     inside_cwd: Vec<String>,
 }
@@ -627,6 +650,7 @@ const FAST_AGENT_RELATIVE_CWD: &str =
 /// cwd; somewhere below it (Claude Code: relative paths cannot be placed, and the cwd and a
 /// stand-in two levels below it must both be inside the rule's bounds); or nowhere known.
 fn command_place(
+    fs: &dyn FileSystem,
     named: &[Result<String, String>],
     dialect: &Dialect,
     cwd: Option<&Path>,
@@ -668,7 +692,7 @@ fn command_place(
                 unplaced = Some(FAST_AGENT_RELATIVE_CWD);
                 return None;
             }
-            paths::normalise(d, cwd, home)
+            paths::normalise(fs, d, cwd, home)
         })
         .collect();
     Place {
@@ -718,9 +742,9 @@ impl Policy {
         let set = PolicySet::load(files)?;
         let home = std::env::var_os("HOME")
             .map(PathBuf::from)
-            .map(|h| canonical(&h));
+            .map(|h| canonical(&Disk, &h));
         Ok(Policy {
-            files: files.iter().map(|f| canonical(f)).collect(),
+            files: files.iter().map(|f| canonical(&Disk, f)).collect(),
             set,
             home,
             globs: RefCell::new(HashMap::new()),
@@ -732,7 +756,7 @@ impl Policy {
     /// `$HOME` (tests and `policy check --home`).
     pub fn load_with_home(files: &[PathBuf], home: &Path) -> Result<Policy, PolicyError> {
         let mut policy = Self::load_unchecked(files)?;
-        policy.home = Some(canonical(home));
+        policy.home = Some(canonical(&Disk, home));
         if let Some(failed) = policy.self_check().into_iter().find(|c| !c.passed) {
             return Err(PolicyError {
                 origin: failed.origin,
@@ -749,8 +773,20 @@ impl Policy {
     /// Decides a `session/request_permission` (its params). `known` is the tool call's state as
     /// recorded before the request.
     pub fn decide(&self, params: &Value, known: Option<&ToolCall>, context: Context) -> Verdict {
-        let input = DecisionInput::new(params, known, context, None);
-        self.decide_input(&input, params.get("options"))
+        self.decide_in(&Disk, params, known, context)
+    }
+
+    /// [`Policy::decide`], with every file-system fact the decision needs (symbolic links on a
+    /// path, a glob's matches, a repository on disk) from `fs`.
+    pub(crate) fn decide_in(
+        &self,
+        fs: &dyn FileSystem,
+        params: &Value,
+        known: Option<&ToolCall>,
+        context: Context,
+    ) -> Verdict {
+        let input = DecisionInput::new_in(fs, params, known, context, None);
+        self.decide_input_in(fs, &input, params.get("options"))
     }
 
     /// A recorded `session/request_permission` line decided again, on the input recorded with
@@ -776,6 +812,15 @@ impl Policy {
 
     /// Decides on what a decision is made on ([`DecisionInput`]): live, or as recorded.
     pub fn decide_input(&self, input: &DecisionInput, options: Option<&Value>) -> Verdict {
+        self.decide_input_in(&Disk, input, options)
+    }
+
+    fn decide_input_in(
+        &self,
+        fs: &dyn FileSystem,
+        input: &DecisionInput,
+        options: Option<&Value>,
+    ) -> Verdict {
         if let Some((rule, reason)) = &input.left_to_user {
             return ask(rule.clone(), reason.clone());
         }
@@ -784,12 +829,12 @@ impl Policy {
         };
         // A v2 command subject's `cwd` is the protocol's field, not the agent's rawInput.
         let subject = input.judged.as_deref() == Some("subject:command");
-        let verdict = self.judge_call(call, input, options, subject);
+        let verdict = self.judge_call(fs, call, input, options, subject);
         for (what, other) in &input.must_agree {
             let Value::Object(other) = other else {
                 return ask(None, format!("the {what} cannot be read: left to the user"));
             };
-            let alone = self.judge_call(other, input, options, false);
+            let alone = self.judge_call(fs, other, input, options, false);
             if alone.decision != verdict.decision {
                 return ask(
                     None,
@@ -806,6 +851,7 @@ impl Policy {
     /// One reading of a request (a merged tool call) judged by the guards and the rules.
     fn judge_call(
         &self,
+        fs: &dyn FileSystem,
         call: &serde_json::Map<String, Value>,
         input: &DecisionInput,
         options: Option<&Value>,
@@ -840,17 +886,23 @@ impl Policy {
             agent: input.agent.as_deref(),
             ..Default::default()
         };
-        let cwd = context.cwd.map(canonical);
+        let cwd = context.cwd.map(|cwd| canonical(fs, cwd));
         let mut dialect = Dialect::of(context.agent);
         if command_subject {
             dialect = dialect.for_command_subject();
         }
-        let view = self.view(&merged, cwd.as_deref(), &dialect);
-        let outcome = self.evaluate(&view, cwd.as_deref());
+        let view = self.view(fs, &merged, cwd.as_deref(), &dialect);
+        let outcome = self.evaluate(fs, &view, cwd.as_deref());
         finish(outcome, options)
     }
 
-    fn view(&self, call: &ToolCall, cwd: Option<&Path>, dialect: &Dialect) -> View {
+    fn view(
+        &self,
+        fs: &dyn FileSystem,
+        call: &ToolCall,
+        cwd: Option<&Path>,
+        dialect: &Dialect,
+    ) -> View {
         let home = self.home.as_deref();
         let mut kind = call.text("kind");
         let raw_input = call.get("rawInput").cloned();
@@ -862,7 +914,7 @@ impl Policy {
         let mut call_paths: Vec<Option<PathBuf>> = raw
             .paths
             .iter()
-            .map(|p| paths::normalise(p, cwd, home))
+            .map(|p| paths::normalise(fs, p, cwd, home))
             .chain(raw.unreadable.iter().map(|_| None))
             .collect();
         let title = call.get("title").and_then(Value::as_str).map(str::to_owned);
@@ -902,11 +954,11 @@ impl Policy {
         let mut unplaced = None;
         let command = script.map(|script| {
             let named = paths::workdirs(raw_input.as_ref(), call.get("content"), dialect);
-            let place = command_place(&named, dialect, cwd, home);
+            let place = command_place(fs, &named, dialect, cwd, home);
             unplaced = place.unplaced;
             let (workdirs, bounds) = (place.workdirs, place.bounds);
             call_paths.extend(bounds);
-            let command = Command::new(script, &workdirs, home);
+            let command = Command::new(fs, script, &workdirs, home);
             for analysed in command.analysed.iter().flatten() {
                 all_paths.extend(analysed.paths.iter().map(|(_, p)| p.clone()));
             }
@@ -954,7 +1006,7 @@ impl Policy {
         }
     }
 
-    fn evaluate(&self, view: &View, cwd: Option<&Path>) -> Outcome {
+    fn evaluate(&self, fs: &dyn FileSystem, view: &View, cwd: Option<&Path>) -> Outcome {
         let outcome = |decision, rule: Option<String>, reason| Outcome {
             decision,
             rule,
@@ -972,7 +1024,7 @@ impl Policy {
                 .flatten()
                 .map(|c| c.words.as_slice());
             let loose = command.loose.iter().map(Vec::as_slice);
-            if let Some(reason) = guards.rm_recursive(strict.chain(loose), cwd) {
+            if let Some(reason) = guards.rm_recursive(fs, strict.chain(loose), cwd) {
                 return outcome(Decision::Deny, Some("guard:rm-rf".into()), reason);
             }
         }
@@ -1001,8 +1053,8 @@ impl Policy {
             .as_deref()
             .is_some_and(|k| LOOKING_KINDS.contains(&k));
         let guarded = guards
-            .ask(&view.call_paths, true)
-            .or_else(|| guards.ask(&view.all_paths, false));
+            .ask_in(fs, &view.call_paths, true)
+            .or_else(|| guards.ask_in(fs, &view.all_paths, false));
         if !looks_only && let Some((guard, reason)) = guarded {
             return outcome(Decision::Ask, Some(guard.into()), reason);
         }
@@ -1105,7 +1157,10 @@ impl Policy {
             (None, None) => (None, None),
         };
         let globs = match patterns {
-            Some(patterns) => Some(self.globs_for(key, patterns, cwd, false).map_err(Some)?),
+            Some(patterns) => Some(
+                self.globs_for(key, patterns, cwd, false)
+                    .map_err(|e| Some(e.to_string()))?,
+            ),
             None => None,
         };
         let inside = |p: &Option<PathBuf>| {
@@ -1227,7 +1282,7 @@ impl Policy {
         patterns: &[String],
         cwd: Option<&Path>,
         case_insensitive: bool,
-    ) -> Result<globset::GlobSet, String> {
+    ) -> Result<globset::GlobSet, rules::RuleError> {
         let key = (index, cwd.map(Path::to_owned));
         self.globs
             .borrow_mut()
@@ -1268,7 +1323,7 @@ impl Policy {
                 continue;
             };
             let (call, _) = ToolCall::create(map, UpdateKind::ToolCall);
-            let view = self.view(&call, Some(cwd), &Dialect::default());
+            let view = self.view(&Disk, &call, Some(cwd), &Dialect::default());
             let matched = self.matches(index, rule, &view, Some(cwd));
             results.push(CheckResult {
                 name: format!(
@@ -1352,7 +1407,12 @@ impl Policy {
 }
 
 impl Command {
-    fn new(script: Script, workdirs: &[Option<PathBuf>], home: Option<&Path>) -> Command {
+    fn new(
+        fs: &dyn FileSystem,
+        script: Script,
+        workdirs: &[Option<PathBuf>],
+        home: Option<&Path>,
+    ) -> Command {
         let (analysed, loose) = match script {
             Script::Line(line) => (shell::analyse(&line), loose_words(&line)),
             Script::Argv(argv) => {
@@ -1376,7 +1436,7 @@ impl Command {
             ),
         };
         Command {
-            analysed: analysed.map(|commands| read_commands(commands, workdirs, home)),
+            analysed: analysed.map(|commands| read_commands(fs, commands, workdirs, home)),
             loose,
         }
     }
@@ -1385,6 +1445,7 @@ impl Command {
 /// Reads each simple command with the command table, following `cd` through the list: every
 /// directory a command may run in is a candidate, and its relative paths are resolved in each.
 fn read_commands(
+    fs: &dyn FileSystem,
     commands: Vec<shell::SimpleCommand>,
     workdirs: &[Option<PathBuf>],
     home: Option<&Path>,
@@ -1418,7 +1479,7 @@ fn read_commands(
         let mut paths = Vec::new();
         for arg in &raw_paths {
             for dir in &dirs {
-                for p in paths::expand_argument(&arg.path, dir.as_deref(), home) {
+                for p in paths::expand_argument(fs, &arg.path, dir.as_deref(), home) {
                     paths.push((arg.index, p));
                 }
             }
@@ -1564,11 +1625,13 @@ fn substitute(value: &Value, cwd: &str, home: &str) -> Value {
     }
 }
 
-/// The path with symlinks resolved as far as it exists.
-fn canonical(path: &Path) -> PathBuf {
+/// The path with symlinks resolved as far as it exists (a relative one against the process's
+/// working directory).
+fn canonical(fs: &dyn FileSystem, path: &Path) -> PathBuf {
     paths::normalise(
+        fs,
         &path.to_string_lossy(),
-        std::env::current_dir().ok().as_deref(),
+        fs.current_dir().as_deref(),
         None,
     )
     .unwrap_or_else(|| path.to_owned())
@@ -1588,6 +1651,209 @@ mod tests {
         )
         .unwrap();
         Policy::load_with_home(&[file], dir.path()).unwrap()
+    }
+
+    /// A policy from the text of one file (its home a scratch directory).
+    fn policy(text: &str) -> Policy {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.toml");
+        std::fs::write(&file, format!("version = 1\ndefault = \"ask\"\n{text}")).unwrap();
+        Policy::load_with_home(&[file], dir.path()).unwrap()
+    }
+
+    const ALLOW_ONCE: &str = r#"[{"optionId": "ok", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "no", "name": "Reject", "kind": "reject_once"}]"#;
+
+    /// A v1 request for a tool call, offering `allow_once` and `reject_once`.
+    fn request(call: Value) -> Value {
+        let options: Value = serde_json::from_str(ALLOW_ONCE).unwrap();
+        json!({"sessionId": "s", "toolCall": call, "options": options})
+    }
+
+    fn edit(path: &str) -> Value {
+        request(json!({"toolCallId": "t", "kind": "edit", "locations": [{"path": path}]}))
+    }
+
+    fn run(command: &str) -> Value {
+        request(json!({"toolCallId": "t", "kind": "execute", "rawInput": {"command": command}}))
+    }
+
+    /// Decided in `/p` on the file system `fs` alone.
+    fn decide_on(policy: &Policy, fs: &filesystem::Fake, params: &Value) -> Verdict {
+        let context = Context {
+            cwd: Some(Path::new("/p")),
+            agent: None,
+            version: None,
+        };
+        policy.decide_in(fs, params, None, context)
+    }
+
+    const EDIT_PROJECT: &str =
+        "[[rule]]\nid = \"edit\"\ndecision = \"allow\"\nkind = \"edit\"\npaths = [\"${cwd}/**\"]\n";
+
+    /// A symbolic link inside the project that leads out of it: the path it names is where the
+    /// link leads, which the rule's `${cwd}/**` does not hold.
+    #[test]
+    fn a_link_out_of_the_project_is_not_allowed_by_its_paths() {
+        let policy = policy(EDIT_PROJECT);
+        let fs = filesystem::Fake::default()
+            .file("/p/a.rs")
+            .link("/p/escape", "/etc")
+            .link("/p/relative", "../etc/cron.d");
+        let allowed = decide_on(&policy, &fs, &edit("/p/a.rs"));
+        assert_eq!(
+            (allowed.decision, allowed.rule.as_deref()),
+            (Decision::Allow, Some("edit"))
+        );
+        for through in ["/p/escape/passwd", "/p/relative/job", "/p/x/../escape/y"] {
+            let verdict = decide_on(&policy, &fs, &edit(through));
+            assert_eq!(verdict.decision, Decision::Ask, "{through}: {verdict:?}");
+            assert_eq!(verdict.rule, None, "{through}: {verdict:?}");
+        }
+        // Without the link the same path is a new file inside the project.
+        let plain = filesystem::Fake::default().dir("/p");
+        let verdict = decide_on(&policy, &plain, &edit("/p/escape/passwd"));
+        assert_eq!(verdict.decision, Decision::Allow);
+    }
+
+    /// `rm *.txt` is judged on what the glob matches in the listing: a match that is a link out
+    /// of the project is outside the rule's bounds; a dot file is matched only by `.*`.
+    #[test]
+    fn a_glob_argument_is_expanded_against_the_listing() {
+        let policy = policy(
+            "[[rule]]\nid = \"rm\"\ndecision = \"allow\"\nkind = \"execute\"\ncommand = [\"rm\"]\n",
+        );
+        let fs = filesystem::Fake::default()
+            .file("/p/a.txt")
+            .file("/p/b.txt")
+            .link("/p/.hidden.txt", "/etc/shadow");
+        let verdict = decide_on(&policy, &fs, &run("rm *.txt"));
+        assert_eq!(
+            (verdict.decision, verdict.option_id.as_deref()),
+            (Decision::Allow, Some("ok")),
+            "{verdict:?}"
+        );
+        let verdict = decide_on(&policy, &fs, &run("rm .*.txt"));
+        assert_eq!(verdict.decision, Decision::Ask, "{verdict:?}");
+        assert!(
+            verdict
+                .reason
+                .contains("/etc/shadow is outside the session's cwd"),
+            "{verdict:?}"
+        );
+        let out = fs.link("/p/c.txt", "/home/u/notes.txt");
+        let verdict = decide_on(&policy, &out, &run("rm *.txt"));
+        assert_eq!(verdict.decision, Decision::Ask, "{verdict:?}");
+        assert!(
+            verdict.reason.contains("/home/u/notes.txt is outside"),
+            "{verdict:?}"
+        );
+    }
+
+    /// A deny rule wins over an allow rule written before it; a guard over an allow rule (a
+    /// repository found on the file system, too); an allow the request offers no `allow_once`
+    /// for goes to the user.
+    #[test]
+    fn deny_rules_and_guards_come_before_allow_rules() {
+        let policy = policy(&format!(
+            "{EDIT_PROJECT}[[rule]]\nid = \"secrets\"\ndecision = \"deny\"\npaths = [\"${{cwd}}/secret/**\"]\n"
+        ));
+        let fs = filesystem::Fake::default()
+            .file("/p/secret/key")
+            .file("/p/vendor/evil/HEAD")
+            .dir("/p/vendor/evil/refs");
+        let decided = |params: &Value| {
+            let verdict = decide_on(&policy, &fs, params);
+            (verdict.decision, verdict.rule, verdict.option_id)
+        };
+        assert_eq!(
+            decided(&edit("/p/secret/key")),
+            (Decision::Deny, Some("secrets".into()), Some("no".into()))
+        );
+        assert_eq!(
+            decided(&edit("/p/.git/config")),
+            (Decision::Ask, Some("guard:git-dir".into()), None)
+        );
+        assert_eq!(
+            decided(&edit("/p/vendor/evil/objects/x")),
+            (Decision::Ask, Some("guard:git-repo".into()), None)
+        );
+        // Not shaped like a repository without `refs` (or `objects`) beside `HEAD`.
+        let plain = filesystem::Fake::default().file("/p/vendor/evil/HEAD");
+        let verdict = decide_on(&policy, &plain, &edit("/p/vendor/evil/x"));
+        assert_eq!(verdict.decision, Decision::Allow, "{verdict:?}");
+        let mut params = edit("/p/a.rs");
+        params["options"] =
+            json!([{"optionId": "always", "name": "Always", "kind": "allow_always"}]);
+        let verdict = decide_on(&policy, &fs, &params);
+        assert_eq!(
+            (verdict.decision, verdict.rule.as_deref()),
+            (Decision::Ask, Some("edit"))
+        );
+        assert!(
+            verdict
+                .reason
+                .ends_with("offers no `allow_once` option, so it goes to the user"),
+            "{verdict:?}"
+        );
+    }
+
+    /// `guard:rm-rf` denies before any rule, with the glob expanded on the file system: a match
+    /// that is a link to `/` is the root.
+    #[test]
+    fn the_rm_rf_guard_sees_through_the_listing() {
+        let policy = policy(
+            "[[rule]]\nid = \"rm\"\ndecision = \"allow\"\nkind = \"execute\"\ncommand = [\"rm\"]\noptions = [\"-rf\"]\n",
+        );
+        let plain = filesystem::Fake::default().dir("/w/p/build");
+        let linked = filesystem::Fake::default()
+            .dir("/w/p/build")
+            .link("/w/p/b-root", "/");
+        let decided = |fs: &filesystem::Fake, command: &str| {
+            let context = Context {
+                cwd: Some(Path::new("/w/p")),
+                agent: None,
+                version: None,
+            };
+            let verdict = policy.decide_in(fs, &run(command), None, context);
+            (verdict.decision, verdict.rule)
+        };
+        let rule = |id: &str| Some(id.to_owned());
+        assert_eq!(decided(&plain, "rm -rf b*"), (Decision::Allow, rule("rm")));
+        assert_eq!(
+            decided(&linked, "rm -rf build"),
+            (Decision::Allow, rule("rm"))
+        );
+        assert_eq!(
+            decided(&linked, "rm -rf b*"),
+            (Decision::Deny, rule("guard:rm-rf"))
+        );
+        assert_eq!(
+            decided(&linked, "rm -rf b-root"),
+            (Decision::Deny, rule("guard:rm-rf"))
+        );
+    }
+
+    /// A relative session cwd is placed against the working directory the file system says.
+    #[test]
+    fn a_relative_cwd_is_placed_in_the_working_directory() {
+        let policy = policy(EDIT_PROJECT);
+        let mut fs = filesystem::Fake::default().dir("/work/proj");
+        let context = Context {
+            cwd: Some(Path::new("proj")),
+            agent: None,
+            version: None,
+        };
+        let params = edit("/work/proj/a.rs");
+        assert_eq!(
+            policy.decide_in(&fs, &params, None, context).decision,
+            Decision::Ask
+        );
+        fs.current_dir = Some(PathBuf::from("/work"));
+        assert_eq!(
+            policy.decide_in(&fs, &params, None, context).decision,
+            Decision::Allow
+        );
     }
 
     /// The version decides which shape a client shows: a subject on a v1 connection, a bare

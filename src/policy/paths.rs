@@ -3,12 +3,17 @@
 //! so that `${cwd}/**` cannot be escaped by `../` or by a link pointing out of the project.
 //!
 //! A path that does not exist (yet) is resolved as far as it exists; the rest is taken lexically.
+//! Every look at the disk goes through a [`FileSystem`].
+//!
+//! [`containment`] is the one test of whether a path lies in a directory, by text or on disk,
+//! for the guards and for the replay's fences.
 
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
 use super::agents::Dialect;
+use super::filesystem::FileSystem;
 
 /// rawInput keys whose string value is a path the tool touches. Agents name them differently
 /// (claude: `file_path`, `notebook_path`, `path`; codex: `cwd`, and the keys of `changes`).
@@ -697,19 +702,19 @@ fn why(error: &globset::Error) -> String {
 /// patterns matched against the disk as bash would (a pattern with no match stays as written).
 /// `None` for one that cannot be known (`~user`, `~-`, too many matches).
 pub fn expand_argument(
+    fs: &dyn FileSystem,
     word: &str,
     cwd: Option<&Path>,
     home: Option<&Path>,
 ) -> Vec<Option<PathBuf>> {
-    let literal = normalise(word, cwd, home);
+    let literal = normalise(fs, word, cwd, home);
     if !word.contains(['*', '?', '[']) {
         return vec![literal];
     }
-    let mut out = vec![literal];
     // Expand component by component, from the root of the path as written.
     let raw = match (word.starts_with('/'), word.strip_prefix('~')) {
         (true, _) => PathBuf::from(word),
-        (_, Some(_)) => match normalise(word.split('/').next().unwrap_or("~"), cwd, home) {
+        (_, Some(_)) => match normalise(fs, word.split('/').next().unwrap_or("~"), cwd, home) {
             Some(base) => base.join(word.split_once('/').map(|(_, rest)| rest).unwrap_or("")),
             None => return vec![None],
         },
@@ -718,11 +723,27 @@ pub fn expand_argument(
             None => return vec![None],
         },
     };
+    match glob_matches(fs, &raw) {
+        Some(matches) => std::iter::once(literal)
+            .chain(
+                matches
+                    .iter()
+                    .map(|p| normalise(fs, &p.to_string_lossy(), None, None)),
+            )
+            .collect(),
+        None => vec![None],
+    }
+}
+
+/// What an absolute path with glob components matches on disk, component by component (the
+/// path itself when no glob component reads as one); `None` past the bounds on matches and on
+/// directory entries read, or through a symbolic-link loop.
+fn glob_matches(fs: &dyn FileSystem, raw: &Path) -> Option<Vec<PathBuf>> {
     let mut current = vec![PathBuf::from("/")];
-    let mut budget = MAX_GLOB_MATCHES;
-    // Directory entries looked at: a decision is on the proxy's data path, so a pattern like
-    // `/*/*/*/*` must not walk the disk.
-    let mut scanned = 0usize;
+    let mut bounds = GlobBounds {
+        matches: MAX_GLOB_MATCHES,
+        scanned: 0,
+    };
     for component in raw.components() {
         let Component::Normal(name) = component else {
             if matches!(component, Component::ParentDir) {
@@ -731,56 +752,67 @@ pub fn expand_argument(
             continue;
         };
         let name = name.to_string_lossy();
-        if !name.contains(['*', '?', '[']) {
-            current = current.into_iter().map(|p| p.join(&*name)).collect();
-            continue;
-        }
         // A word that is no glob (or too long or complex to be one) is taken as written.
-        let options = GlobOptions {
-            literal_separator: true,
-            backslash_escape: true,
-            case_insensitive: false,
+        let matcher = if name.contains(['*', '?', '[']) {
+            glob_set(&[&name], GLOB_ARGUMENT).ok()
+        } else {
+            None
         };
-        let Ok(matcher) = glob_set(&[&name], options) else {
-            current = current.into_iter().map(|p| p.join(&*name)).collect();
+        current = match matcher {
+            Some(matcher) => matching_entries(fs, &current, &name, &matcher, &mut bounds)?,
+            None => current.into_iter().map(|p| p.join(&*name)).collect(),
+        };
+    }
+    Some(current)
+}
+
+/// How a glob argument reads its text: as bash does, `/` only by `/`, `\` escaping.
+const GLOB_ARGUMENT: GlobOptions = GlobOptions {
+    literal_separator: true,
+    backslash_escape: true,
+    case_insensitive: false,
+};
+
+/// What one glob argument may still cost: matches left, directory entries read so far.
+struct GlobBounds {
+    matches: usize,
+    scanned: usize,
+}
+
+/// The entries of each of `dirs` that `matcher` (compiled from `name`) matches, as bash would:
+/// a leading dot only by a pattern that starts with one. `None` past the bounds, or for a
+/// directory that cannot be placed.
+fn matching_entries(
+    fs: &dyn FileSystem,
+    dirs: &[PathBuf],
+    name: &str,
+    matcher: &globset::GlobSet,
+    bounds: &mut GlobBounds,
+) -> Option<Vec<PathBuf>> {
+    let mut next = Vec::new();
+    for dir in dirs {
+        let resolved = normalise(fs, &dir.to_string_lossy(), None, None)?;
+        let Some(entries) = fs.list_dir(&resolved) else {
             continue;
         };
-        let mut next = Vec::new();
-        for dir in &current {
-            let Some(resolved) = normalise(&dir.to_string_lossy(), None, None) else {
-                return vec![None];
-            };
-            let Ok(entries) = std::fs::read_dir(&resolved) else {
+        // Directory entries looked at: a decision is on the proxy's data path, so a pattern
+        // like `/*/*/*/*` must not walk the disk.
+        for file_name in entries {
+            bounds.scanned += 1;
+            if bounds.scanned > MAX_GLOB_SCANNED {
+                return None;
+            }
+            let file_name = file_name.to_string_lossy();
+            if file_name.starts_with('.') && !name.starts_with('.') {
                 continue;
-            };
-            for entry in entries.flatten() {
-                scanned += 1;
-                if scanned > MAX_GLOB_SCANNED {
-                    return vec![None];
-                }
-                let file_name = entry.file_name();
-                let file_name = file_name.to_string_lossy();
-                // bash: a leading dot is matched only by a pattern that starts with one.
-                if file_name.starts_with('.') && !name.starts_with('.') {
-                    continue;
-                }
-                if matcher.is_match(&*file_name) {
-                    budget = match budget.checked_sub(1) {
-                        Some(b) => b,
-                        None => return vec![None],
-                    };
-                    next.push(dir.join(&*file_name));
-                }
+            }
+            if matcher.is_match(&*file_name) {
+                bounds.matches = bounds.matches.checked_sub(1)?;
+                next.push(dir.join(&*file_name));
             }
         }
-        current = next;
     }
-    out.extend(
-        current
-            .iter()
-            .map(|p| normalise(&p.to_string_lossy(), None, None)),
-    );
-    out
+    Some(next)
 }
 
 /// How many files one glob argument may match before it counts as unknowable.
@@ -792,7 +824,12 @@ const MAX_GLOB_SCANNED: usize = 20_000;
 
 /// Makes `path` absolute against `cwd` (and `~` against `home`), resolving `.`, `..` and
 /// symlinks. `None` if it cannot be placed: relative with no cwd, or a symlink loop.
-pub fn normalise(path: &str, cwd: Option<&Path>, home: Option<&Path>) -> Option<PathBuf> {
+pub fn normalise(
+    fs: &dyn FileSystem,
+    path: &str,
+    cwd: Option<&Path>,
+    home: Option<&Path>,
+) -> Option<PathBuf> {
     // Longer than Linux's PATH_MAX: no file has such a path, and resolving one segment by
     // segment would cost time quadratic in its length (a 5 MB path took the better part of an
     // hour): it cannot be placed.
@@ -803,7 +840,7 @@ pub fn normalise(path: &str, cwd: Option<&Path>, home: Option<&Path>) -> Option<
         // `file:///etc/passwd` is a path outside, not a relative one named `file:`; any other
         // URL is not a file this policy can place.
         return match url {
-            "file" => normalise(&file_url_path(path)?, None, None),
+            "file" => normalise(fs, &file_url_path(path)?, None, None),
             _ => None,
         };
     }
@@ -825,7 +862,7 @@ pub fn normalise(path: &str, cwd: Option<&Path>, home: Option<&Path>) -> Option<
         return None;
     }
     let mut budget = MAX_SYMLINKS;
-    resolve(&absolute, &mut budget)
+    resolve(fs, &absolute, &mut budget)
 }
 
 /// The longest path Linux takes (`PATH_MAX`, with its terminating NUL).
@@ -875,7 +912,9 @@ fn file_url_path(url: &str) -> Option<String> {
     path.starts_with('/').then_some(path)
 }
 
-fn resolve(path: &Path, budget: &mut usize) -> Option<PathBuf> {
+/// `path` (absolute) with `.`, `..` and every symbolic link that exists on it resolved, the
+/// rest taken lexically; `None` past `budget` links (a loop).
+fn resolve(fs: &dyn FileSystem, path: &Path, budget: &mut usize) -> Option<PathBuf> {
     let mut resolved = PathBuf::from("/");
     for component in path.components() {
         match component {
@@ -885,17 +924,17 @@ fn resolve(path: &Path, budget: &mut usize) -> Option<PathBuf> {
             }
             Component::Normal(name) => {
                 let candidate = resolved.join(name);
-                match std::fs::read_link(&candidate) {
-                    Ok(target) => {
+                match fs.read_link(&candidate) {
+                    Some(target) => {
                         *budget = budget.checked_sub(1)?;
                         let target = if target.is_absolute() {
                             target
                         } else {
                             resolved.join(target)
                         };
-                        resolved = resolve(&target, budget)?;
+                        resolved = resolve(fs, &target, budget)?;
                     }
-                    Err(_) => resolved = candidate,
+                    None => resolved = candidate,
                 }
             }
         }
@@ -903,39 +942,193 @@ fn resolve(path: &Path, budget: &mut usize) -> Option<PathBuf> {
     Some(resolved)
 }
 
+/// How [`containment`] places a path before it holds it against a directory.
+#[derive(Clone, Copy)]
+pub enum Placing<'a> {
+    /// Both are placed already ([`normalise`]d): compared as they are.
+    AsGiven,
+    /// The path by its text: `.` and `..` taken out, nothing looked up; one that climbs above
+    /// its root (`/`, or a relative path's start) cannot be placed. The directory as it is.
+    Lexical,
+    /// Both as the file system resolves them: the path by [`resolved_on_disk`], the directory
+    /// by `realpath`.
+    OnDisk(&'a dyn FileSystem),
+}
+
+/// Where a path lies with respect to a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Containment {
+    /// The directory itself or below it.
+    Inside,
+    /// Outside it, at this place (on disk: where the path resolves).
+    Outside(PathBuf),
+    /// The path cannot be placed: it climbs above its root, or (on disk) it goes through a
+    /// dangling symbolic link or a loop, so where it leads is not known.
+    Unplaced,
+    /// On disk, the directory does not resolve: it does not exist on this machine.
+    NoDirectory,
+}
+
+impl Containment {
+    pub fn is_inside(&self) -> bool {
+        *self == Containment::Inside
+    }
+}
+
+/// Whether `path` lies in `dir`, component by component, once placed as `placing` says: the one
+/// test of "inside" for the policy's guards and the replay's fences. What each caller makes of
+/// a path it cannot place, or of a directory that is not there, is the caller's to say.
+pub fn containment(path: &Path, dir: &Path, placing: Placing) -> Containment {
+    let (placed, root) = match placing {
+        Placing::AsGiven => (Some(path.to_owned()), None),
+        Placing::Lexical => (lexical(path), None),
+        Placing::OnDisk(fs) => match fs.canonicalize(dir) {
+            Some(root) => (resolved_on_disk(fs, path), Some(root)),
+            None => return Containment::NoDirectory,
+        },
+    };
+    match placed {
+        Some(p) if p.starts_with(root.as_deref().unwrap_or(dir)) => Containment::Inside,
+        Some(p) => Containment::Outside(p),
+        None => Containment::Unplaced,
+    }
+}
+
+/// `path` with `.` and `..` taken out by its components; `None` when a `..` climbs above its
+/// root (`/` for an absolute path, its start for a relative one).
+fn lexical(path: &Path) -> Option<PathBuf> {
+    let mut clean = PathBuf::new();
+    let mut depth = 0usize;
+    for component in path.components() {
+        match component {
+            Component::RootDir => clean.push(component),
+            Component::CurDir | Component::Prefix(_) => {}
+            Component::ParentDir => {
+                depth = depth.checked_sub(1)?;
+                clean.pop();
+            }
+            Component::Normal(name) => {
+                depth += 1;
+                clean.push(name);
+            }
+        }
+    }
+    Some(clean)
+}
+
+/// `path` as the file system resolves it: its deepest existing ancestor (the path itself when it
+/// exists, a symbolic link followed) by `realpath`, the rest appended as written; `None` when
+/// that ancestor does not resolve (a dangling symbolic link, a loop).
+pub fn resolved_on_disk(fs: &dyn FileSystem, path: &Path) -> Option<PathBuf> {
+    let existing = path.ancestors().find(|p| fs.entry(p, false).is_some())?;
+    let real = fs.canonicalize(existing)?;
+    let rest = path.strip_prefix(existing).ok()?;
+    Some(if rest.as_os_str().is_empty() {
+        real
+    } else {
+        real.join(rest)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::filesystem::Disk;
     use serde_json::json;
 
     #[test]
     fn a_path_longer_than_path_max_cannot_be_placed_and_costs_nothing() {
         let long = "d/".repeat(2_500_000);
         let started = std::time::Instant::now();
-        assert_eq!(normalise(&long, Some(Path::new("/p")), None), None);
+        assert_eq!(normalise(&Disk, &long, Some(Path::new("/p")), None), None);
         assert_eq!(
-            normalise(&format!("/{}", "a/".repeat(2_100)), None, None),
+            normalise(&Disk, &format!("/{}", "a/".repeat(2_100)), None, None),
             None
         );
-        assert!(normalise(&format!("/{}", "a/".repeat(1_000)), None, None).is_some());
+        assert!(normalise(&Disk, &format!("/{}", "a/".repeat(1_000)), None, None).is_some());
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    /// The one test of "inside": by text, and on disk through a symbolic link out, a dangling
+    /// one, and a directory that is not there, each told apart for the caller.
+    #[test]
+    fn containment_by_text_and_on_disk() {
+        use crate::policy::filesystem::Fake;
+        let (p, dir) = (Path::new, Path::new("/p"));
+        let lexical = |path: &str| containment(p(path), dir, Placing::Lexical);
+        assert_eq!(lexical("/p/a/../b"), Containment::Inside);
+        assert_eq!(lexical("/p"), Containment::Inside);
+        assert_eq!(lexical("/p/../etc"), Containment::Outside("/etc".into()));
+        assert_eq!(lexical("/pq"), Containment::Outside("/pq".into()));
+        assert_eq!(lexical("/p/../../../x"), Containment::Unplaced);
+        assert_eq!(lexical("a"), Containment::Outside("a".into()));
+        assert!(containment(p("/p/x/.."), dir, Placing::AsGiven).is_inside());
+        assert!(!containment(p("/q"), dir, Placing::AsGiven).is_inside());
+        let fs = Fake::default()
+            .file("/p/a.txt")
+            .link("/p/out", "/etc")
+            .file("/etc/passwd")
+            .link("/p/dangling", "gone")
+            .link("/p/inner", "sub")
+            .dir("/p/sub");
+        let on_disk = |path: &str, dir: &str| containment(p(path), p(dir), Placing::OnDisk(&fs));
+        assert_eq!(on_disk("/p/a.txt", "/p"), Containment::Inside);
+        assert_eq!(on_disk("/p/new/file", "/p"), Containment::Inside);
+        assert_eq!(on_disk("/p/inner/x", "/p"), Containment::Inside);
+        assert_eq!(
+            on_disk("/p/out/passwd", "/p"),
+            Containment::Outside("/etc/passwd".into())
+        );
+        assert_eq!(
+            on_disk("/p/out/new", "/p"),
+            Containment::Outside("/etc/new".into())
+        );
+        assert_eq!(on_disk("/p/dangling", "/p"), Containment::Unplaced);
+        assert_eq!(on_disk("/p/a.txt", "/nowhere"), Containment::NoDirectory);
+        // The link's own directory, through the link.
+        assert_eq!(on_disk("/p/out/passwd", "/p/out"), Containment::Inside);
+    }
+
+    /// The same on the machine's disk.
+    #[test]
+    fn containment_on_the_disk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        let project = root.join("project");
+        std::fs::create_dir_all(project.join("src")).unwrap();
+        std::os::unix::fs::symlink(&root, project.join("up")).unwrap();
+        std::os::unix::fs::symlink(root.join("gone"), project.join("dangling")).unwrap();
+        let on_disk = |path: &Path| containment(path, &project, Placing::OnDisk(&Disk));
+        assert!(on_disk(&project.join("src/new.rs")).is_inside());
+        assert_eq!(
+            on_disk(&project.join("up/x")),
+            Containment::Outside(root.join("x"))
+        );
+        assert_eq!(on_disk(&project.join("dangling")), Containment::Unplaced);
+        assert_eq!(
+            containment(&project, &root.join("missing"), Placing::OnDisk(&Disk)),
+            Containment::NoDirectory
+        );
     }
 
     #[test]
     fn dot_dot_cannot_climb_out_lexically() {
         let cwd = Path::new("/nonexistent-acptap/project");
         assert_eq!(
-            normalise("src/../../etc/passwd", Some(cwd), None),
+            normalise(&Disk, "src/../../etc/passwd", Some(cwd), None),
             Some(PathBuf::from("/nonexistent-acptap/etc/passwd"))
         );
         assert_eq!(
-            normalise("/../../etc", None, None),
+            normalise(&Disk, "/../../etc", None, None),
             Some(PathBuf::from("/etc"))
         );
-        assert_eq!(normalise("./a/./b", Some(cwd), None), Some(cwd.join("a/b")));
-        assert_eq!(normalise("relative", None, None), None);
         assert_eq!(
-            normalise("~/.ssh/id_rsa", None, Some(Path::new("/home/u"))),
+            normalise(&Disk, "./a/./b", Some(cwd), None),
+            Some(cwd.join("a/b"))
+        );
+        assert_eq!(normalise(&Disk, "relative", None, None), None);
+        assert_eq!(
+            normalise(&Disk, "~/.ssh/id_rsa", None, Some(Path::new("/home/u"))),
             Some(PathBuf::from("/home/u/.ssh/id_rsa"))
         );
     }
@@ -951,20 +1144,20 @@ mod tests {
         std::os::unix::fs::symlink(&outside, project.join("escape")).unwrap();
         std::os::unix::fs::symlink("../outside/secret", project.join("relative-escape")).unwrap();
         assert_eq!(
-            normalise("escape/new-file", Some(&project), None),
+            normalise(&Disk, "escape/new-file", Some(&project), None),
             Some(outside.join("new-file"))
         );
         assert_eq!(
-            normalise("relative-escape", Some(&project), None),
+            normalise(&Disk, "relative-escape", Some(&project), None),
             Some(outside.join("secret"))
         );
         // `..` after a symlink climbs from the link's target, as the kernel does.
         assert_eq!(
-            normalise("escape/../x", Some(&project), None),
+            normalise(&Disk, "escape/../x", Some(&project), None),
             Some(root.join("x"))
         );
         std::os::unix::fs::symlink(project.join("loop"), project.join("loop")).unwrap();
-        assert_eq!(normalise("loop/x", Some(&project), None), None);
+        assert_eq!(normalise(&Disk, "loop/x", Some(&project), None), None);
     }
 
     #[test]
@@ -978,10 +1171,13 @@ mod tests {
         std::fs::write(project.join(".hidden"), "").unwrap();
         std::os::unix::fs::symlink(&root, project.join("escape")).unwrap();
         let (cwd, home) = (Some(project.as_path()), Some(home.as_path()));
-        assert_eq!(normalise("~+/src", cwd, home), Some(project.join("src")));
-        assert_eq!(normalise("~-/x", cwd, home), None);
-        assert_eq!(normalise("~root/x", cwd, home), None);
-        let expanded = |word: &str| expand_argument(word, cwd, home);
+        assert_eq!(
+            normalise(&Disk, "~+/src", cwd, home),
+            Some(project.join("src"))
+        );
+        assert_eq!(normalise(&Disk, "~-/x", cwd, home), None);
+        assert_eq!(normalise(&Disk, "~root/x", cwd, home), None);
+        let expanded = |word: &str| expand_argument(&Disk, word, cwd, home);
         assert!(expanded("src/*.rs").contains(&Some(project.join("src/a.rs"))));
         // `*` reaches the symlink out of the project, and resolves it.
         assert!(expanded("*").contains(&Some(root.clone())));
@@ -1073,19 +1269,25 @@ mod tests {
     fn file_urls_are_their_paths_and_other_urls_are_not_placed() {
         let cwd = Path::new("/p");
         assert_eq!(
-            normalise("file:///etc/pass%77d", Some(cwd), None),
+            normalise(&Disk, "file:///etc/pass%77d", Some(cwd), None),
             Some(PathBuf::from("/etc/passwd"))
         );
         assert_eq!(
-            normalise("FILE://localhost/etc/x", Some(cwd), None),
+            normalise(&Disk, "FILE://localhost/etc/x", Some(cwd), None),
             Some(PathBuf::from("/etc/x"))
         );
-        assert_eq!(normalise("file://evil.host/etc/x", Some(cwd), None), None);
-        assert_eq!(normalise("file:///a%zz", Some(cwd), None), None);
-        assert_eq!(normalise("https://example.com/x", Some(cwd), None), None);
+        assert_eq!(
+            normalise(&Disk, "file://evil.host/etc/x", Some(cwd), None),
+            None
+        );
+        assert_eq!(normalise(&Disk, "file:///a%zz", Some(cwd), None), None);
+        assert_eq!(
+            normalise(&Disk, "https://example.com/x", Some(cwd), None),
+            None
+        );
         // Not URLs: a revision, a relative name with a colon.
         assert_eq!(
-            normalise("HEAD:src/x", Some(cwd), None),
+            normalise(&Disk, "HEAD:src/x", Some(cwd), None),
             Some(cwd.join("HEAD:src/x"))
         );
     }

@@ -30,6 +30,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toml::Spanned;
 
+use super::paths::{GlobError, GlobOptions, cut_for_error, glob_set};
+
 /// What a rule (or the default) says about a permission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -79,6 +81,68 @@ impl fmt::Display for Origin {
 pub struct PolicyError {
     pub origin: Origin,
     pub message: String,
+}
+
+/// Why a rule, one of its patterns or a policy file's text is refused: the message the user
+/// reads after the file, the line and the rule.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuleError {
+    #[error("path pattern `{shown}` {}", .error.reason())]
+    Pattern { shown: String, error: GlobError },
+    #[error("path patterns: {0}")]
+    Patterns(GlobError),
+    #[error("unclosed `${{` in `{shown}`: close it, as in ${{cwd}}")]
+    UnclosedVariable { shown: String },
+    #[error("unknown variable `${{{name}}}` in `{shown}`: use ${{cwd}} or ${{home}}")]
+    UnknownVariable { name: String, shown: String },
+    #[error(
+        "path pattern `{0}` is relative and would never match an absolute path: write `${{cwd}}/{0}`"
+    )]
+    RelativePattern(String),
+    #[error(
+        "`title` may only be used on deny and ask rules: a title is the agent's prose, not evidence of what the tool does"
+    )]
+    TitleOnAllow,
+    #[error("`allow_always` only makes sense on an allow rule")]
+    AllowAlwaysNotAllow,
+    #[error("an allow rule must say what it allows: give `kind`, `paths`, `input` or `command`")]
+    AllowsNothing,
+    #[error("invalid `title` regex: {0}")]
+    TitleRegex(regex::Error),
+    #[error(
+        "`options` and `env` grant what an allow rule would refuse: they only make sense on an allow rule"
+    )]
+    GrantsNotAllow,
+    #[error("`options` and `env` apply to a rule's `command`: add `command`")]
+    GrantsWithoutCommand,
+    #[error("`options` entry `{0}` must be one option name like \"--output\" or \"-c\"")]
+    OptionName(String),
+    #[error("`env` entry `{0}` is not a variable name: write names like \"RUST_LOG\"")]
+    EnvName(String),
+    #[error("input key `{0}` is not a JSON pointer: write `/{0}`")]
+    InputKey(String),
+    #[error("invalid regex for `{pointer}`: {error}")]
+    InputRegex {
+        pointer: String,
+        error: regex::Error,
+    },
+    #[error(
+        "`command` must be a prefix like [\"cargo\", \"test\"] or a list of them; a word may be a list of alternatives like [\"git\", [\"status\", \"diff\"]]"
+    )]
+    CommandShape,
+    #[error("the id is already used at {0}")]
+    IdUsed(Origin),
+}
+
+/// Why a policy file's text cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("cannot read the policy file: {0}")]
+    Unreadable(std::io::Error),
+    #[error("not a policy file: a regular file is needed (not a directory, pipe or device)")]
+    NotRegular,
+    #[error("the policy file is {0} bytes: at most {MAX_POLICY_BYTES} are read")]
+    TooBig(u64),
 }
 
 /// A compiled rule.
@@ -239,29 +303,28 @@ pub fn expand(
     pattern: &str,
     cwd: Option<&str>,
     home: Option<&str>,
-) -> Result<Option<String>, String> {
-    use crate::policy::paths::cut_for_error;
-    crate::policy::paths::too_long(pattern)
-        .map_err(|e| format!("path pattern `{}` {}", cut_for_error(pattern), e.reason()))?;
+) -> Result<Option<String>, RuleError> {
+    crate::policy::paths::too_long(pattern).map_err(|error| RuleError::Pattern {
+        shown: cut_for_error(pattern),
+        error,
+    })?;
     let mut out = String::new();
     let mut rest = pattern;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
-        let end = rest[start..].find('}').ok_or_else(|| {
-            format!(
-                "unclosed `${{` in `{}`: close it, as in ${{cwd}}",
-                cut_for_error(pattern)
-            )
-        })?;
+        let end = rest[start..]
+            .find('}')
+            .ok_or_else(|| RuleError::UnclosedVariable {
+                shown: cut_for_error(pattern),
+            })?;
         let value = match &rest[start + 2..start + end] {
             "cwd" => cwd,
             "home" => home,
             other => {
-                return Err(format!(
-                    "unknown variable `${{{}}}` in `{}`: use ${{cwd}} or ${{home}}",
-                    cut_for_error(other),
-                    cut_for_error(pattern)
-                ));
+                return Err(RuleError::UnknownVariable {
+                    name: cut_for_error(other),
+                    shown: cut_for_error(pattern),
+                });
             }
         };
         match value {
@@ -281,8 +344,7 @@ pub fn compile_globs(
     cwd: Option<&str>,
     home: Option<&str>,
     case_insensitive: bool,
-) -> Result<globset::GlobSet, String> {
-    use crate::policy::paths::{GlobOptions, cut_for_error, glob_set};
+) -> Result<globset::GlobSet, RuleError> {
     let options = GlobOptions {
         literal_separator: true,
         backslash_escape: true,
@@ -316,12 +378,11 @@ pub fn compile_globs(
             })
             .map_or((None, error.clone()), |(p, e)| (Some(p), e));
         match pattern {
-            Some(pattern) => format!(
-                "path pattern `{}` {}",
-                cut_for_error(pattern),
-                error.reason()
-            ),
-            None => format!("path patterns: {error}"),
+            Some(pattern) => RuleError::Pattern {
+                shown: cut_for_error(pattern),
+                error,
+            },
+            None => RuleError::Patterns(error),
         }
     })
 }
@@ -335,7 +396,7 @@ const MAX_POLICY_BYTES: u64 = 1 << 20;
 
 /// A policy file's text: a regular file (not a pipe or a device, which could block or never
 /// end) of at most 1 MiB.
-fn read_policy_file(path: &Path) -> Result<String, String> {
+fn read_policy_file(path: &Path) -> Result<String, FileError> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     // Non-blocking: opening a named pipe would otherwise wait for a writer.
@@ -343,25 +404,18 @@ fn read_policy_file(path: &Path) -> Result<String, String> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| format!("cannot read the policy file: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read the policy file: {e}"))?;
+        .map_err(FileError::Unreadable)?;
+    let meta = file.metadata().map_err(FileError::Unreadable)?;
     if !meta.is_file() {
-        return Err(
-            "not a policy file: a regular file is needed (not a directory, pipe or device)".into(),
-        );
+        return Err(FileError::NotRegular);
     }
     if meta.len() > MAX_POLICY_BYTES {
-        return Err(format!(
-            "the policy file is {} bytes: at most {MAX_POLICY_BYTES} are read",
-            meta.len()
-        ));
+        return Err(FileError::TooBig(meta.len()));
     }
     let mut text = String::new();
     file.take(MAX_POLICY_BYTES + 1)
         .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read the policy file: {e}"))?;
+        .map_err(FileError::Unreadable)?;
     Ok(text)
 }
 
@@ -381,12 +435,12 @@ impl PolicySet {
         let mut hasher = sha2::Sha256::new();
         let mut defaults = Vec::new();
         for file in files {
-            let text = read_policy_file(file).map_err(|message| PolicyError {
+            let text = read_policy_file(file).map_err(|error| PolicyError {
                 origin: Origin {
                     file: file.clone(),
                     line: 0,
                 },
-                message,
+                message: error.to_string(),
             })?;
             hasher.update(text.as_bytes());
             defaults.push(set.add_file(file, &text)?);
@@ -437,9 +491,9 @@ impl PolicySet {
         for rule in spec.rule {
             let origin = at(rule.span().start);
             let rule = rule.into_inner();
-            let err = |message: String| PolicyError {
+            let err = |error: RuleError| PolicyError {
                 origin: origin.clone(),
-                message: format!("rule `{}`: {message}", rule.id),
+                message: format!("rule `{}`: {error}", rule.id),
             };
             if rule.id.trim().is_empty() {
                 return Err(PolicyError {
@@ -448,7 +502,7 @@ impl PolicySet {
                 });
             }
             if let Some(other) = self.rules.iter().find(|r| r.id == rule.id) {
-                return Err(err(format!("the id is already used at {}", other.origin)));
+                return Err(err(RuleError::IdUsed(other.origin.clone())));
             }
             let compiled = compile_rule(&rule, origin.clone()).map_err(err)?;
             for (examples, should_match) in [(&rule.matches, true), (&rule.not_match, false)] {
@@ -490,12 +544,12 @@ impl PolicySet {
     }
 }
 
-fn compile_rule(rule: &RuleSpec, origin: Origin) -> Result<Rule, String> {
+fn compile_rule(rule: &RuleSpec, origin: Origin) -> Result<Rule, RuleError> {
     if rule.decision == Decision::Allow && rule.title.is_some() {
-        return Err("`title` may only be used on deny and ask rules: a title is the agent's prose, not evidence of what the tool does".into());
+        return Err(RuleError::TitleOnAllow);
     }
     if rule.allow_always && rule.decision != Decision::Allow {
-        return Err("`allow_always` only makes sense on an allow rule".into());
+        return Err(RuleError::AllowAlwaysNotAllow);
     }
     if rule.decision == Decision::Allow
         && rule.kind.is_none()
@@ -503,10 +557,7 @@ fn compile_rule(rule: &RuleSpec, origin: Origin) -> Result<Rule, String> {
         && rule.input.is_none()
         && rule.command.is_none()
     {
-        return Err(
-            "an allow rule must say what it allows: give `kind`, `paths`, `input` or `command`"
-                .into(),
-        );
+        return Err(RuleError::AllowsNothing);
     }
     let kinds = rule.kind.as_ref().map(|k| match k {
         OneOrMany::One(k) => vec![k.clone()],
@@ -515,31 +566,27 @@ fn compile_rule(rule: &RuleSpec, origin: Origin) -> Result<Rule, String> {
     let title = rule
         .title
         .as_deref()
-        .map(|t| Regex::new(t).map_err(|e| format!("invalid `title` regex: {e}")))
+        .map(|t| Regex::new(t).map_err(RuleError::TitleRegex))
         .transpose()?;
     if let Some(paths) = &rule.paths {
         for pattern in paths {
             let expanded = expand(pattern, Some("/cwd"), Some("/home"))?.unwrap_or_default();
             if !expanded.starts_with('/') && !expanded.starts_with('*') {
-                return Err(format!(
-                    "path pattern `{pattern}` is relative and would never match an absolute path: write `${{cwd}}/{pattern}`"
-                ));
+                return Err(RuleError::RelativePattern(pattern.clone()));
             }
         }
         compile_globs(paths, Some(AWKWARD_DIRS[0]), Some(AWKWARD_DIRS[1]), false)?;
         compile_globs(paths, Some("/cwd"), Some("/home"), true)?;
     }
     if rule.decision != Decision::Allow && (!rule.options.is_empty() || !rule.env.is_empty()) {
-        return Err("`options` and `env` grant what an allow rule would refuse: they only make sense on an allow rule".into());
+        return Err(RuleError::GrantsNotAllow);
     }
     if (!rule.options.is_empty() || !rule.env.is_empty()) && rule.command.is_none() {
-        return Err("`options` and `env` apply to a rule's `command`: add `command`".into());
+        return Err(RuleError::GrantsWithoutCommand);
     }
     for option in &rule.options {
         if option.is_empty() || option.contains(char::is_whitespace) {
-            return Err(format!(
-                "`options` entry `{option}` must be one option name like \"--output\" or \"-c\""
-            ));
+            return Err(RuleError::OptionName(option.clone()));
         }
     }
     for name in &rule.env {
@@ -549,25 +596,25 @@ fn compile_rule(rule: &RuleSpec, origin: Origin) -> Result<Rule, String> {
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            return Err(format!(
-                "`env` entry `{name}` is not a variable name: write names like \"RUST_LOG\""
-            ));
+            return Err(RuleError::EnvName(name.clone()));
         }
     }
     let mut input = Vec::new();
     for (pointer, spec) in rule.input.iter().flatten() {
         if !pointer.is_empty() && !pointer.starts_with('/') {
-            return Err(format!(
-                "input key `{pointer}` is not a JSON pointer: write `/{pointer}`"
-            ));
+            return Err(RuleError::InputKey(pointer.clone()));
         }
         input.push((
             pointer.clone(),
             match spec {
-                InputSpec::Regex(r) => InputMatcher::Regex(
-                    Regex::new(&format!("^(?:{})$", r.regex))
-                        .map_err(|e| format!("invalid regex for `{pointer}`: {e}"))?,
-                ),
+                InputSpec::Regex(r) => {
+                    InputMatcher::Regex(Regex::new(&format!("^(?:{})$", r.regex)).map_err(
+                        |error| RuleError::InputRegex {
+                            pointer: pointer.clone(),
+                            error,
+                        },
+                    )?)
+                }
                 InputSpec::Value(v) => InputMatcher::Equals(toml_to_json(v)),
             },
         ));
@@ -595,10 +642,8 @@ fn compile_rule(rule: &RuleSpec, origin: Origin) -> Result<Rule, String> {
 
 /// `["cargo", "test"]` is one prefix; `[["cargo", "test"], ["git", ["status", "diff"]]]` is two.
 /// A word is a string or a list of alternatives.
-fn parse_prefixes(value: &[toml::Value]) -> Result<Vec<Vec<Vec<String>>>, String> {
-    let bad = || {
-        "`command` must be a prefix like [\"cargo\", \"test\"] or a list of them; a word may be a list of alternatives like [\"git\", [\"status\", \"diff\"]]".to_owned()
-    };
+fn parse_prefixes(value: &[toml::Value]) -> Result<Vec<Vec<Vec<String>>>, RuleError> {
+    let bad = || RuleError::CommandShape;
     let prefixes: Vec<&[toml::Value]> = match value.first() {
         Some(toml::Value::String(_)) => vec![value],
         Some(toml::Value::Array(_)) => value

@@ -8,14 +8,18 @@
 
 use serde_json::Value;
 
-/// Which way a line travelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which way a line travelled: `c2a`, `a2c` or `stderr`, as recordings, transcripts and JSON
+/// output name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Direction {
     /// Client to agent: the agent's stdin.
+    #[serde(rename = "c2a")]
     ClientToAgent,
     /// Agent to client: the agent's stdout.
+    #[serde(rename = "a2c")]
     AgentToClient,
     /// The agent's stderr: not protocol, recorded as its own stream.
+    #[serde(rename = "stderr")]
     Stderr,
 }
 
@@ -28,6 +32,21 @@ impl Direction {
         }
     }
 
+    /// The direction a recording names; `None` for a name no acptap writes.
+    pub fn from_recorded(name: &str) -> Option<Direction> {
+        match name {
+            "c2a" => Some(Direction::ClientToAgent),
+            "a2c" => Some(Direction::AgentToClient),
+            "stderr" => Some(Direction::Stderr),
+            _ => None,
+        }
+    }
+
+    /// Whether the line is protocol (either way on the pipe), not the agent's stderr.
+    pub fn is_protocol(self) -> bool {
+        self != Direction::Stderr
+    }
+
     /// The direction a response to a request sent this way travels.
     pub fn reverse(self) -> Direction {
         match self {
@@ -38,7 +57,9 @@ impl Direction {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a line is, as recordings and JSON output name it (`request`, `response`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum MessageKind {
     Request,
     Response,
@@ -61,6 +82,20 @@ impl MessageKind {
             MessageKind::Invalid => "invalid",
             MessageKind::Stderr => "stderr",
         }
+    }
+
+    /// The kind a recording names; `None` for a name no acptap writes.
+    pub fn from_recorded(name: &str) -> Option<MessageKind> {
+        [
+            MessageKind::Request,
+            MessageKind::Response,
+            MessageKind::Notification,
+            MessageKind::Batch,
+            MessageKind::Invalid,
+            MessageKind::Stderr,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == name)
     }
 }
 

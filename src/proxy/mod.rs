@@ -34,7 +34,7 @@ use crate::record::{
 };
 use policy_tap::{ClientTap, PolicyTap, SharedState};
 use pump::{Forward, Interceptor, pump};
-use sink::spawn_writer;
+use sink::{SinkSender, spawn_writer};
 
 /// After the agent exits, how long its stdout and stderr may take to reach end of input (a child
 /// of the agent may still hold them) before the rest of its process group is killed.
@@ -183,7 +183,60 @@ pub fn run(mut options: RunOptions, client: ClientStreams) -> anyhow::Result<Run
     })?;
     let pid = child.id();
     let _guard = AgentGuard(pid);
-    let recorder = Recorder::start(
+    let recorder = start_recorder(&options, pid);
+    let (events_tx, events) = channel();
+    let signals = if client.forward_signals {
+        Some(forward_signals(events_tx.clone())?)
+    } else {
+        None
+    };
+    let writers = connect(
+        client,
+        &mut child,
+        options.policy.take(),
+        options.shadow,
+        &recorder.handle(),
+        &events_tx,
+    );
+    std::thread::Builder::new()
+        .name("acptap-wait".into())
+        .spawn(move || {
+            let _ = events_tx.send(Event::AgentExited(child.wait()));
+        })?;
+
+    let mut outputs = OpenOutputs {
+        stdout: true,
+        stderr: true,
+    };
+    let status = supervise(&events, pid, &options, &mut outputs);
+    drain_agent_output(&events, pid, &mut outputs);
+    if let Some(signals) = signals {
+        signals.close();
+    }
+    // The stdout pump ended and dropped its sender: the writer finishes what is queued and ends.
+    if !outputs.stdout {
+        join_within(writers.client, CLIENT_WRITE_PATIENCE);
+    }
+    drop(writers.agent);
+
+    let (exit_code, exit_signal) = exit_code_and_signal(&status);
+    // What could not be recorded was said once, when it happened, and is counted in the
+    // connection's row (`lost_messages`, `complete = 0`) when there is one.
+    let connection_id = recorder.finish(ConnectionEnd {
+        ended_at: now_us(),
+        exit_code: Some(exit_code),
+        exit_signal,
+    });
+    status.context("cannot wait for the agent")?;
+    Ok(RunOutcome {
+        exit_code,
+        connection_id,
+    })
+}
+
+/// Starts the recorder of the connection to the agent `pid` (it writes the connection's row).
+fn start_recorder(options: &RunOptions, pid: u32) -> Recorder {
+    Recorder::start(
         options.destination.clone(),
         options.redactor.clone(),
         ConnectionStart {
@@ -197,13 +250,28 @@ pub fn run(mut options: RunOptions, client: ClientStreams) -> anyhow::Result<Run
             replay_of: options.replay_of,
         },
         options.recorded_as.clone(),
-    );
-    let (events_tx, events) = channel();
-    let signals = if client.forward_signals {
-        Some(forward_signals(events_tx.clone())?)
-    } else {
-        None
-    };
+    )
+}
+
+/// The writer threads of the two sinks, to wait for at the end.
+struct Writers {
+    /// Writes to the agent's stdin.
+    agent: std::thread::JoinHandle<()>,
+    /// Writes to the client (our stdout).
+    client: std::thread::JoinHandle<()>,
+}
+
+/// Wires the client and the agent together: a writer per sink, and a pump per stream (the
+/// client's lines, the agent's stdout and its stderr), each recording what it forwards and
+/// telling `events` when its stream ends.
+fn connect(
+    client: ClientStreams,
+    child: &mut std::process::Child,
+    policy: Option<Policy>,
+    shadow: bool,
+    recorder: &RecorderHandle,
+    events: &Sender<Event>,
+) -> Writers {
     let ClientStreams {
         input: stdin,
         output: stdout,
@@ -216,75 +284,75 @@ pub fn run(mut options: RunOptions, client: ClientStreams) -> anyhow::Result<Run
 
     let (to_agent, agent_writer) = spawn_writer("agent-stdin", agent_stdin);
     let (to_client, client_writer) = spawn_writer("stdout", stdout);
-    // With a policy, the agent's lines go through the policy tap, whose answers take the
-    // priority lane of the agent's stdin; the client's lines tell it each session's cwd.
-    let (client_tap, agent_tap) = match options.policy.take() {
-        Some(policy) => {
-            let state = std::sync::Arc::new(SharedState::default());
-            let client_tap = Interceptor {
-                tap: Box::new(ClientTap {
-                    state: state.clone(),
-                }),
-                answers: None,
-            };
-            let agent_tap = Interceptor {
-                tap: Box::new(PolicyTap::new(policy, options.shadow, state)),
-                answers: Some(to_agent.priority()),
-            };
-            (Some(client_tap), Some(agent_tap))
-        }
-        None => (None, None),
-    };
-    let recorder_handle = recorder.handle();
+    let (client_tap, agent_tap) = policy_taps(policy, shadow, &to_agent);
     spawn_pump(
         stdin,
         Direction::ClientToAgent,
         Forward::Sink(to_agent),
-        &recorder_handle,
+        recorder,
         client_tap,
-        events_tx.clone(),
+        events.clone(),
         Event::ClientEof,
     );
     spawn_pump(
         agent_stdout,
         Direction::AgentToClient,
         Forward::Sink(to_client),
-        &recorder_handle,
+        recorder,
         agent_tap,
-        events_tx.clone(),
+        events.clone(),
         Event::AgentOutputClosed(Direction::AgentToClient),
     );
     spawn_pump(
         agent_stderr,
         Direction::Stderr,
         Forward::Direct(stderr),
-        &recorder_handle,
+        recorder,
         None,
-        events_tx.clone(),
+        events.clone(),
         Event::AgentOutputClosed(Direction::Stderr),
     );
-    std::thread::Builder::new()
-        .name("acptap-wait".into())
-        .spawn(move || {
-            let _ = events_tx.send(Event::AgentExited(child.wait()));
-        })?;
+    Writers {
+        agent: agent_writer,
+        client: client_writer,
+    }
+}
 
-    let mut outputs = OpenOutputs {
-        stdout: true,
-        stderr: true,
+/// The taps of the client's and the agent's pumps. With a policy, the agent's lines go through
+/// the policy tap, whose answers take the priority lane of the agent's stdin; the client's
+/// lines tell it each session's cwd. Without one, lines pass untapped.
+fn policy_taps(
+    policy: Option<Policy>,
+    shadow: bool,
+    to_agent: &SinkSender,
+) -> (Option<Interceptor>, Option<Interceptor>) {
+    let Some(policy) = policy else {
+        return (None, None);
     };
-    let status = supervise(&events, pid, &options, &mut outputs);
-    let OpenOutputs {
-        stdout: mut stdout_open,
-        stderr: mut stderr_open,
-    } = outputs;
+    let state = std::sync::Arc::new(SharedState::default());
+    let client_tap = Interceptor {
+        tap: Box::new(ClientTap {
+            state: state.clone(),
+        }),
+        answers: None,
+    };
+    let agent_tap = Interceptor {
+        tap: Box::new(PolicyTap::new(policy, shadow, state)),
+        answers: Some(to_agent.priority()),
+    };
+    (Some(client_tap), Some(agent_tap))
+}
+
+/// After the agent exited: waits for its stdout and stderr to reach end of input, killing
+/// after [`DRAIN_AFTER_EXIT`] whatever it started that still holds them open.
+fn drain_agent_output(events: &Receiver<Event>, pid: u32, outputs: &mut OpenOutputs) {
     let drain_deadline = Instant::now() + DRAIN_AFTER_EXIT;
     let mut killed_leftovers = false;
-    while stdout_open || stderr_open {
+    while outputs.stdout || outputs.stderr {
         let left = drain_deadline.saturating_duration_since(Instant::now());
         match events.recv_timeout(left) {
-            Ok(Event::AgentOutputClosed(Direction::AgentToClient)) => stdout_open = false,
-            Ok(Event::AgentOutputClosed(_)) => stderr_open = false,
+            Ok(Event::AgentOutputClosed(Direction::AgentToClient)) => outputs.stdout = false,
+            Ok(Event::AgentOutputClosed(_)) => outputs.stderr = false,
             Ok(_) => {}
             Err(_) if !killed_leftovers => {
                 // Something the agent started still holds its stdout or stderr open.
@@ -294,34 +362,18 @@ pub fn run(mut options: RunOptions, client: ClientStreams) -> anyhow::Result<Run
             Err(_) => break,
         }
     }
-    if let Some(signals) = signals {
-        signals.close();
-    }
-    // The stdout pump ended and dropped its sender: the writer finishes what is queued and ends.
-    if !stdout_open {
-        join_within(client_writer, CLIENT_WRITE_PATIENCE);
-    }
-    drop(agent_writer);
+}
 
-    let (exit_code, exit_signal) = match &status {
+/// The exit code to leave with (128 + N for a signal) and the signal that ended the agent;
+/// 1 when its end could not be known.
+fn exit_code_and_signal(status: &std::io::Result<ExitStatus>) -> (i32, Option<i32>) {
+    match status {
         Ok(status) => {
             use std::os::unix::process::ExitStatusExt;
             (lifecycle::exit_code(*status), status.signal())
         }
         Err(_) => (1, None),
-    };
-    // What could not be recorded was said once, when it happened, and is counted in the
-    // connection's row (`lost_messages`, `complete = 0`) when there is one.
-    let connection_id = recorder.finish(ConnectionEnd {
-        ended_at: now_us(),
-        exit_code: Some(exit_code),
-        exit_signal,
-    });
-    status.context("cannot wait for the agent")?;
-    Ok(RunOutcome {
-        exit_code,
-        connection_id,
-    })
+    }
 }
 
 /// Which of the agent's output streams have not reached end of input yet.

@@ -13,16 +13,10 @@
 //! lock, the batch is kept and retried; any other failure drops the batch, counts its lines, and
 //! says so once. The connection's row then gets `complete = 0` and `lost_messages`.
 
-pub mod compare;
-pub mod follow;
-pub mod pages;
-pub mod queries;
 mod queue;
-pub mod reader;
 pub mod redact;
-pub mod search;
+pub mod search_index;
 pub mod secrets;
-pub mod stats;
 pub mod store;
 pub mod transcript;
 
@@ -35,8 +29,7 @@ use bytes::Bytes;
 
 use crate::protocol::{Direction, MessageKind, SessionState, parse_line};
 use queue::{ByteBoundedQueue, ByteSize, RECORD_BUFFER_BYTES};
-pub use reader::Reader;
-use store::MessageRow;
+use store::LineToWrite;
 pub use store::{ConnectionEnd, ConnectionStart, Store, StoreError};
 
 /// Lines written in one transaction at most: bounds the time one commit holds the write lock
@@ -295,15 +288,15 @@ impl Recorder {
     }
 }
 
-struct Sink {
+struct Writer {
     store: Option<(Store, i64)>,
-    pending: Vec<MessageRow>,
+    pending: Vec<LineToWrite>,
     /// Lines that could not be recorded.
     lost: i64,
     warned: bool,
 }
 
-impl Sink {
+impl Writer {
     fn warn_once(&mut self, what: &str) {
         if !std::mem::replace(&mut self.warned, true) {
             eprintln!("acptap: {what}; forwarding continues, the recording will be incomplete");
@@ -346,7 +339,7 @@ fn run(
     queue: &ByteBoundedQueue<Item>,
     recorded_as: Option<Arc<std::sync::OnceLock<i64>>>,
 ) -> Option<i64> {
-    let mut sink = Sink {
+    let mut writer = Writer {
         store: None,
         pending: Vec::new(),
         lost: 0,
@@ -357,27 +350,27 @@ fn run(
     // Lines that arrived while the database was locked, to record once it is not.
     let mut held: Vec<Line> = Vec::new();
     if let Destination::Database(path) = &destination {
-        sink.store = open_when_unlocked(path, &start, queue, &mut sink, &mut held, &mut end);
+        writer.store = open_when_unlocked(path, &start, queue, &mut writer, &mut held, &mut end);
     }
-    if let (Some((_, id)), Some(cell)) = (&sink.store, recorded_as) {
+    if let (Some((_, id)), Some(cell)) = (&writer.store, recorded_as) {
         let _ = cell.set(*id);
     }
     // Checkpoints (copying the WAL into the database, a third of SQLite's work) run on a thread
     // and connection of their own, so the recorder only appends.
-    let checkpointer = match (&destination, &sink.store) {
+    let checkpointer = match (&destination, &writer.store) {
         (Destination::Database(path), Some((store, _))) if store.checkpoint_rarely().is_ok() => {
             Some(Checkpointer::start(path.clone()))
         }
         _ => None,
     };
-    let recording = sink.store.is_some();
+    let recording = writer.store.is_some();
     let mut observer = SessionState::new();
     if recording {
         for line in held.drain(..) {
-            sink.pending.push(ingest(&mut observer, &redactor, line));
+            writer.pending.push(ingest(&mut observer, &redactor, line));
         }
     } else {
-        sink.lost += held.len() as i64;
+        writer.lost += held.len() as i64;
     }
     let mut retrying = false;
     loop {
@@ -393,23 +386,23 @@ fn run(
         for item in batch.drain(..) {
             match item {
                 Item::Line(line) if recording => {
-                    sink.pending.push(ingest(&mut observer, &redactor, line))
+                    writer.pending.push(ingest(&mut observer, &redactor, line))
                 }
                 // (With --no-record no line is queued at all: see RecorderHandle::enabled.)
-                Item::Line(_) => sink.lost += 1,
+                Item::Line(_) => writer.lost += 1,
                 Item::End(e) => end = Some(e),
             }
         }
-        retrying = sink.flush();
+        retrying = writer.flush();
         if retrying && timeout.is_some() {
             std::thread::sleep(RETRY_INTERVAL / 2);
         }
     }
     let deadline = std::time::Instant::now() + FINAL_FLUSH_PATIENCE;
-    while sink.flush() {
+    while writer.flush() {
         if std::time::Instant::now() > deadline {
-            sink.warn_once("the database stayed locked at exit");
-            sink.lose_pending();
+            writer.warn_once("the database stayed locked at exit");
+            writer.lose_pending();
             break;
         }
         std::thread::sleep(RETRY_INTERVAL);
@@ -417,12 +410,12 @@ fn run(
     if let Some(checkpointer) = checkpointer {
         checkpointer.stop();
     }
-    if let (Some((store, id)), Some(end)) = (sink.store.as_mut(), end)
-        && let Err(e) = store.end_connection(*id, &end, sink.lost)
+    if let (Some((store, id)), Some(end)) = (writer.store.as_mut(), end)
+        && let Err(e) = store.end_connection(*id, &end, writer.lost)
     {
         eprintln!("acptap: cannot mark the end of connection {id} in the database: {e}");
     }
-    sink.store.map(|(_, id)| id)
+    writer.store.map(|(_, id)| id)
 }
 
 /// Opens the database and starts the connection's row. While another process holds the lock,
@@ -433,7 +426,7 @@ fn open_when_unlocked(
     path: &std::path::Path,
     start: &ConnectionStart,
     queue: &ByteBoundedQueue<Item>,
-    sink: &mut Sink,
+    writer: &mut Writer,
     held: &mut Vec<Line>,
     end: &mut Option<ConnectionEnd>,
 ) -> Option<(Store, i64)> {
@@ -470,14 +463,14 @@ fn open_when_unlocked(
                 }
             }
             Err(e) => {
-                sink.warn_once(&format!(
+                writer.warn_once(&format!(
                     "recording disabled: {e} (choose a writable path with --db or ACPTAP_DB)"
                 ));
                 return None;
             }
         }
         if ended_at.is_some_and(|t| t.elapsed() > FINAL_FLUSH_PATIENCE) {
-            sink.warn_once(&format!(
+            writer.warn_once(&format!(
                 "recording disabled: {} stayed locked until the connection ended",
                 path.display()
             ));
@@ -493,7 +486,7 @@ fn open_when_unlocked(
                     held_bytes += line.raw.len();
                     held.push(line);
                 }
-                Item::Line(_) => sink.lost += 1,
+                Item::Line(_) => writer.lost += 1,
                 Item::End(e) => *end = Some(e),
             }
         }
@@ -548,7 +541,7 @@ pub(crate) fn ingest(
     observer: &mut SessionState,
     redactor: &redact::Redactor,
     mut line: Line,
-) -> MessageRow {
+) -> LineToWrite {
     if let Some(redacted) = redactor.redact(&line.raw) {
         line.raw = Bytes::from(redacted);
     }
@@ -556,7 +549,7 @@ pub(crate) fn ingest(
 }
 
 /// Parses one line and runs it through the session state.
-fn observe(observer: &mut SessionState, line: Line) -> MessageRow {
+fn observe(observer: &mut SessionState, line: Line) -> LineToWrite {
     let (kind, msg) = match line.direction {
         Direction::Stderr => (MessageKind::Stderr, None),
         _ if line.truncated => (MessageKind::Invalid, None),
@@ -569,7 +562,7 @@ fn observe(observer: &mut SessionState, line: Line) -> MessageRow {
         .as_ref()
         .map(|m| observer.observe(line.direction, line.seq, m))
         .unwrap_or_default();
-    MessageRow {
+    LineToWrite {
         seq: line.seq,
         ts: line.ts,
         direction: line.direction.as_str(),

@@ -51,6 +51,14 @@ pub struct Finding {
     pub end: usize,
 }
 
+/// A user's `--redact` pattern that is not a regular expression.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid --redact pattern `{pattern}`: {error}")]
+pub struct PatternError {
+    pattern: String,
+    error: regex::Error,
+}
+
 impl Redactor {
     /// The built-in rules only (what `acptap run` uses with no configuration).
     pub fn default_only() -> Redactor {
@@ -58,10 +66,15 @@ impl Redactor {
     }
 
     /// `patterns` are the user's; `defaults` turns the known places and formats on.
-    pub fn new(patterns: &[String], defaults: bool) -> Result<Redactor, String> {
+    pub fn new(patterns: &[String], defaults: bool) -> Result<Redactor, PatternError> {
         let user = patterns
             .iter()
-            .map(|p| Regex::new(p).map_err(|e| format!("invalid --redact pattern `{p}`: {e}")))
+            .map(|p| {
+                Regex::new(p).map_err(|error| PatternError {
+                    pattern: p.clone(),
+                    error,
+                })
+            })
             .collect::<Result<_, _>>()?;
         Ok(Redactor {
             defaults: defaults.then(|| std::sync::Arc::new(Detector::new())),
@@ -459,6 +472,7 @@ mod tests {
         assert!(
             Redactor::new(&["(".into()], true)
                 .unwrap_err()
+                .to_string()
                 .contains("invalid --redact pattern `(`")
         );
         // A pattern that matches the empty string replaces nothing.

@@ -1,7 +1,7 @@
 //! The only file with SQL that writes: opening (and migrating) the database, and storing lines
 //! and what the session state learned from them.
 //!
-//! Read-side queries for the inspection commands live in `queries.rs`.
+//! The read side (the inspection commands' queries) is the `query` module.
 
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -117,7 +117,7 @@ pub struct ConnectionEnd {
 
 /// One line to store, with what the session state made of it.
 #[derive(Debug, Clone)]
-pub struct MessageRow {
+pub struct LineToWrite {
     pub seq: i64,
     pub ts: i64,
     pub direction: &'static str,
@@ -298,7 +298,7 @@ impl Store {
     /// hangs off them, in one transaction. Returns how many connections went.
     /// Deletes these connections with everything recorded under them, in one transaction
     /// (foreign keys cascade). Rows of newer connections that point at them (a replay's link)
-    /// are kept. Which connections may go is `queries::prunable_connections`'s business.
+    /// are kept. Which connections may go is `query::prunable_connections`'s business.
     pub fn delete_connections(&mut self, ids: &[i64]) -> Result<usize, StoreError> {
         let tx = self
             .conn
@@ -318,40 +318,7 @@ impl Store {
     /// the text of their JSON strings (prompts, agent text, titles, commands, paths, diffs),
     /// not ids or keys. Returns how many messages were indexed.
     pub fn index_for_search(&mut self) -> Result<usize, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let mut indexed = 0;
-        {
-            let last: i64 =
-                tx.query_row("SELECT last_message_id FROM search_indexed", [], |r| {
-                    r.get(0)
-                })?;
-            let mut read = tx.prepare(
-                "SELECT id, raw FROM messages WHERE id > ?1 AND direction != 'stderr' ORDER BY id",
-            )?;
-            let mut write = tx.prepare("INSERT INTO search_text (rowid, text) VALUES (?1, ?2)")?;
-            let mut rows = read.query([last])?;
-            let mut newest = last;
-            while let Some(row) = rows.next()? {
-                let id: i64 = row.get(0)?;
-                let raw: Vec<u8> = row.get(1)?;
-                newest = id;
-                let text = super::search::searchable_text(&raw);
-                if !text.is_empty() {
-                    write.execute(rusqlite::params![id, text])?;
-                    indexed += 1;
-                }
-            }
-            let newest = newest.max(tx.query_row(
-                "SELECT coalesce(max(id), 0) FROM messages",
-                [],
-                |r| r.get(0),
-            )?);
-            tx.execute("UPDATE search_indexed SET last_message_id = ?1", [newest])?;
-        }
-        tx.commit()?;
-        Ok(indexed)
+        super::search_index::index_new_lines(&mut self.conn)
     }
 
     /// Gives the space of deleted rows back to the file system.
@@ -386,7 +353,7 @@ impl Store {
     pub fn write_batch(
         &mut self,
         connection_id: i64,
-        rows: &[MessageRow],
+        rows: &[LineToWrite],
     ) -> Result<(), StoreError> {
         let result = self.write_batch_once(connection_id, rows);
         if result.is_err() {
@@ -399,22 +366,21 @@ impl Store {
     fn write_batch_once(
         &mut self,
         connection_id: i64,
-        rows: &[MessageRow],
+        rows: &[LineToWrite],
     ) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         for row in rows {
             let message_id = insert_message(&tx, connection_id, row)?;
+            let written = MessageWritten {
+                tx: &tx,
+                connection_id,
+                row,
+                message_id,
+            };
             for fact in &row.facts {
-                store_fact(
-                    &tx,
-                    &mut self.tool_call_rows,
-                    connection_id,
-                    row,
-                    message_id,
-                    fact,
-                )?;
+                store_fact(&written, &mut self.tool_call_rows, fact)?;
             }
         }
         tx.commit()?;
@@ -465,7 +431,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
 /// more.
 const INCREMENTAL_BLOB_BYTES: usize = 1024 * 1024;
 
-fn insert_message(tx: &Transaction, connection_id: i64, row: &MessageRow) -> rusqlite::Result<i64> {
+fn insert_message(tx: &Transaction, connection_id: i64, row: &LineToWrite) -> rusqlite::Result<i64> {
     let large = row.raw.len() > INCREMENTAL_BLOB_BYTES;
     let mut insert = tx.prepare_cached(
         "INSERT INTO messages (connection_id, seq, ts, direction, kind, rpc_id, method, session_id,
@@ -513,83 +479,42 @@ fn json(value: &Option<Value>) -> Option<String> {
     value.as_ref().map(Value::to_string)
 }
 
-fn store_fact(
-    tx: &Transaction,
-    tool_call_rows: &mut ToolCallRows,
+/// A message row just written, and what its facts need of it: they go into the same
+/// transaction, under its connection, and take their times, sequence numbers and links from it.
+struct MessageWritten<'a> {
+    tx: &'a Transaction<'a>,
     connection_id: i64,
-    row: &MessageRow,
+    row: &'a LineToWrite,
     message_id: i64,
+}
+
+/// Writes one fact learned from a line, by its kind.
+fn store_fact(
+    written: &MessageWritten,
+    tool_call_rows: &mut ToolCallRows,
     fact: &Fact,
 ) -> rusqlite::Result<()> {
     match fact {
         Fact::ClientInitialize {
             protocol_version,
             client_info,
-        } => {
-            tx.prepare_cached(
-                "UPDATE connections SET client_info = ?2,
-                     protocol_version = COALESCE(protocol_version, ?3) WHERE id = ?1",
-            )?
-            .execute(params![
-                connection_id,
-                json(client_info),
-                json(protocol_version)
-            ])?;
-        }
+        } => store_client_initialize(written, protocol_version, client_info),
         Fact::AgentInitialize {
             protocol_version,
             agent_info,
-        } => {
-            tx.prepare_cached(
-                "UPDATE connections SET agent_info = ?2,
-                     protocol_version = COALESCE(?3, protocol_version) WHERE id = ?1",
-            )?
-            .execute(params![
-                connection_id,
-                json(agent_info),
-                json(protocol_version)
-            ])?;
-        }
+        } => store_agent_initialize(written, protocol_version, agent_info),
         Fact::Session {
             session_id,
             cwd,
             origin,
-        } => {
-            tx.prepare_cached(
-                "INSERT INTO sessions (connection_id, session_id, cwd, origin, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (connection_id, session_id) DO UPDATE SET
-                     cwd = COALESCE(excluded.cwd, cwd),
-                     origin = CASE excluded.origin WHEN 'seen' THEN origin ELSE excluded.origin END",
-            )?
-            .execute(params![connection_id, session_id, cwd, origin, row.ts])?;
-        }
-        Fact::TurnStarted { session_id } => {
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO prompt_turns (connection_id, session_id, request_seq, started_at)
-                 VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![connection_id, session_id, row.seq, row.ts])?;
-        }
+        } => store_session(written, session_id, cwd, origin),
+        Fact::TurnStarted { session_id } => store_turn_started(written, session_id),
         Fact::TurnEnded {
             request_seq,
             stop_reason,
             error,
-        } => {
-            tx.prepare_cached(
-                "UPDATE prompt_turns SET response_seq = ?3, ended_at = ?4, duration_us = ?4 - started_at,
-                     stop_reason = ?5, error = ?6
-                 WHERE connection_id = ?1 AND request_seq = ?2",
-            )?
-            .execute(params![connection_id, request_seq, row.seq, row.ts, stop_reason, error])?;
-        }
-        Fact::CancelRequested { session_id } => {
-            tx.prepare_cached(
-                "UPDATE prompt_turns SET cancel_requested_at = COALESCE(cancel_requested_at, ?3)
-                 WHERE connection_id = ?1 AND session_id IS ?2 AND ended_at IS NULL",
-            )?
-            .execute(params![connection_id, session_id, row.ts])?;
-        }
+        } => store_turn_ended(written, *request_seq, stop_reason, error),
+        Fact::CancelRequested { session_id } => store_cancel_requested(written, session_id),
         Fact::ToolCall {
             session_id,
             tool_call_id,
@@ -597,153 +522,15 @@ fn store_fact(
             changed,
             status,
             ..
-        } => {
-            // Only the columns the message changed are written; a content chunk is appended
-            // in SQL, so the recorder never holds a tool call's whole content.
-            let chunk = (*how == UpdateKind::ContentChunk)
-                .then(|| changed.iter().find(|(n, _)| *n == "content"))
-                .flatten()
-                .and_then(|(_, v)| v.as_ref())
-                .map(Value::to_string);
-            let column = |name: &str| -> (bool, Option<String>) {
-                match changed.iter().find(|(n, _)| *n == name) {
-                    _ if name == "content" && chunk.is_some() => {
-                        (false, chunk.as_ref().map(|item| format!("[{item}]")))
-                    }
-                    Some((_, value)) => {
-                        let text = value.as_ref().map(|v| match v {
-                            Value::String(s) if matches!(name, "title" | "kind" | "status") => {
-                                s.clone()
-                            }
-                            other => other.to_string(),
-                        });
-                        (true, text)
-                    }
-                    None => (false, None),
-                }
-            };
-            let [
-                title,
-                kind,
-                status_col,
-                content,
-                locations,
-                raw_input,
-                raw_output,
-            ] = [
-                "title",
-                "kind",
-                "status",
-                "content",
-                "locations",
-                "rawInput",
-                "rawOutput",
-            ]
-            .map(column);
-            let key = (connection_id, session_id.clone(), tool_call_id.clone());
-            let known = match tool_call_rows.get(&key) {
-                Some(&id) => Some(id),
-                None => tx
-                    .prepare_cached(
-                        "SELECT id FROM tool_calls
-                         WHERE connection_id = ?1 AND session_id = ?2 AND tool_call_id = ?3",
-                    )?
-                    .query_row(params![connection_id, session_id, tool_call_id], |r| {
-                        r.get(0)
-                    })
-                    .optional()?,
-            };
-            // An update is one UPDATE by row id of the columns that changed: no upsert, whose
-            // conflict handling and RETURNING cost SQLite a statement journal and a temporary
-            // table per line (a third of the recorder's time on a tool-heavy session).
-            let updated = match known {
-                Some(id) => {
-                    let mut sql = String::from("UPDATE tool_calls SET ");
-                    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
-                    let columns = [
-                        ("title", &title),
-                        ("kind", &kind),
-                        ("status", &status_col),
-                        ("content", &content),
-                        ("locations", &locations),
-                        ("raw_input", &raw_input),
-                        ("raw_output", &raw_output),
-                    ];
-                    for (name, (changed, value)) in columns {
-                        if *changed {
-                            values.push(value);
-                            let _ = write!(sql, "{name} = ?{}, ", values.len());
-                        }
-                    }
-                    if let Some(chunk) = &chunk {
-                        values.push(chunk);
-                        let _ = write!(
-                            sql,
-                            "content = json_insert(CASE WHEN content IS NULL THEN '[]'
-                                 WHEN json_type(content) = 'array' THEN content
-                                 ELSE json_array(json(content)) END, '$[#]', json(?{})), ",
-                            values.len()
-                        );
-                    }
-                    values.push(&row.ts);
-                    values.push(&id);
-                    let _ = write!(
-                        sql,
-                        "last_updated_at = ?{}, update_count = update_count + 1 WHERE id = ?{}",
-                        values.len() - 1,
-                        values.len()
-                    );
-                    // Zero rows: the row went (another process pruned it); it is written anew.
-                    (tx.prepare_cached(&sql)?.execute(&values[..])? == 1).then_some(id)
-                }
-                None => None,
-            };
-            let tool_call_row = match updated {
-                Some(id) => id,
-                None => {
-                    tx.prepare_cached(
-                        "INSERT INTO tool_calls (connection_id, session_id, tool_call_id, title,
-                             kind, status, content, locations, raw_input, raw_output, created_by,
-                             first_seen_at, last_updated_at, update_count)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, 1)",
-                    )?
-                    .execute(params![
-                        connection_id,
-                        session_id,
-                        tool_call_id,
-                        title.1,
-                        kind.1,
-                        status_col.1,
-                        content.1,
-                        locations.1,
-                        raw_input.1,
-                        raw_output.1,
-                        how.as_str(),
-                        row.ts,
-                    ])?;
-                    tx.last_insert_rowid()
-                }
-            };
-            if tool_call_rows.len() >= MAX_KNOWN_TOOL_CALLS {
-                tool_call_rows.clear();
-            }
-            tool_call_rows.insert(key, tool_call_row);
-            if !changed.is_empty() {
-                tx.prepare_cached(
-                    "INSERT INTO tool_call_events (tool_call_row, message_id, ts, update_kind, changed, status)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )?
-                .execute(params![
-                    tool_call_row,
-                    message_id,
-                    row.ts,
-                    how.as_str(),
-                    serde_json::to_string(&changed.iter().map(|(n, _)| n).collect::<Vec<_>>())
-                        .unwrap_or_default(),
-                    status,
-                ])?;
-            }
-        }
+        } => store_tool_call(
+            written,
+            tool_call_rows,
+            session_id,
+            tool_call_id,
+            *how,
+            changed,
+            status,
+        ),
         Fact::PermissionRequested {
             session_id,
             tool_call_id,
@@ -751,61 +538,440 @@ fn store_fact(
             title,
             description,
             subject,
-        } => {
-            let policy = row.annotation.policy.as_deref();
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO permission_requests (connection_id, session_id, tool_call_id,
-                     request_seq, request_message_id, requested_at, options, policy_decision,
-                     policy_rule, policy_hash, policy_reason, policy_option_id, policy_shadow,
-                     policy_input, title, description, subject)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            )?
-            .execute(params![
-                connection_id,
-                session_id,
-                tool_call_id,
-                row.seq,
-                message_id,
-                row.ts,
-                json(options),
-                policy.map(|p| p.decision),
-                policy.and_then(|p| p.rule.as_deref()),
-                policy.map(|p| p.policy_hash.as_str()),
-                policy.map(|p| p.reason.as_str()),
-                policy.and_then(|p| p.option_id.as_deref()),
-                policy.map(|p| p.shadow),
-                policy.map(|p| p.input.as_str()),
-                title,
-                description,
-                json(subject),
-            ])?;
-        }
+        } => store_permission_requested(
+            written,
+            session_id,
+            tool_call_id,
+            options,
+            title,
+            description,
+            subject,
+        ),
         Fact::PermissionDecided {
             request_seq,
             outcome,
             option_id,
             option_kind,
             decided_by,
-        } => {
-            tx.prepare_cached(
-                "UPDATE permission_requests SET response_message_id = ?3, decided_at = ?4,
+        } => store_permission_decided(
+            written,
+            *request_seq,
+            outcome,
+            option_id,
+            option_kind,
+            decided_by,
+        ),
+    }
+}
+
+/// The client's `initialize`: its info, and the protocol version unless the agent's answer
+/// already set it (the agent's word is the negotiated one).
+fn store_client_initialize(
+    written: &MessageWritten,
+    protocol_version: &Option<Value>,
+    client_info: &Option<Value>,
+) -> rusqlite::Result<()> {
+    written
+        .tx
+        .prepare_cached(
+            "UPDATE connections SET client_info = ?2,
+                     protocol_version = COALESCE(protocol_version, ?3) WHERE id = ?1",
+        )?
+        .execute(params![
+            written.connection_id,
+            json(client_info),
+            json(protocol_version)
+        ])?;
+    Ok(())
+}
+
+/// The agent's answer to `initialize`: its info, and the protocol version it settled on.
+fn store_agent_initialize(
+    written: &MessageWritten,
+    protocol_version: &Option<Value>,
+    agent_info: &Option<Value>,
+) -> rusqlite::Result<()> {
+    written
+        .tx
+        .prepare_cached(
+            "UPDATE connections SET agent_info = ?2,
+                     protocol_version = COALESCE(?3, protocol_version) WHERE id = ?1",
+        )?
+        .execute(params![
+            written.connection_id,
+            json(agent_info),
+            json(protocol_version)
+        ])?;
+    Ok(())
+}
+
+/// A session: created on first sight; later facts may add its cwd or say how it began (an id
+/// only `seen` in traffic never overrides a known origin).
+fn store_session(
+    written: &MessageWritten,
+    session_id: &str,
+    cwd: &Option<String>,
+    origin: &str,
+) -> rusqlite::Result<()> {
+    written
+        .tx
+        .prepare_cached(
+            "INSERT INTO sessions (connection_id, session_id, cwd, origin, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (connection_id, session_id) DO UPDATE SET
+                     cwd = COALESCE(excluded.cwd, cwd),
+                     origin = CASE excluded.origin WHEN 'seen' THEN origin ELSE excluded.origin END",
+        )?
+        .execute(params![
+            written.connection_id,
+            session_id,
+            cwd,
+            origin,
+            written.row.ts
+        ])?;
+    Ok(())
+}
+
+/// A prompt turn, keyed by the line of its `session/prompt` request.
+fn store_turn_started(
+    written: &MessageWritten,
+    session_id: &Option<String>,
+) -> rusqlite::Result<()> {
+    let row = written.row;
+    written
+        .tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO prompt_turns (connection_id, session_id, request_seq, started_at)
+                 VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![written.connection_id, session_id, row.seq, row.ts])?;
+    Ok(())
+}
+
+/// The end of the turn that `request_seq` started: this line answered it.
+fn store_turn_ended(
+    written: &MessageWritten,
+    request_seq: i64,
+    stop_reason: &Option<String>,
+    error: &Option<String>,
+) -> rusqlite::Result<()> {
+    let row = written.row;
+    written
+        .tx
+        .prepare_cached(
+            "UPDATE prompt_turns SET response_seq = ?3, ended_at = ?4, duration_us = ?4 - started_at,
+                     stop_reason = ?5, error = ?6
+                 WHERE connection_id = ?1 AND request_seq = ?2",
+        )?
+        .execute(params![
+            written.connection_id,
+            request_seq,
+            row.seq,
+            row.ts,
+            stop_reason,
+            error
+        ])?;
+    Ok(())
+}
+
+/// `session/cancel`: the session's open turns note when they were first asked to stop.
+fn store_cancel_requested(
+    written: &MessageWritten,
+    session_id: &Option<String>,
+) -> rusqlite::Result<()> {
+    written
+        .tx
+        .prepare_cached(
+            "UPDATE prompt_turns SET cancel_requested_at = COALESCE(cancel_requested_at, ?3)
+                 WHERE connection_id = ?1 AND session_id IS ?2 AND ended_at IS NULL",
+        )?
+        .execute(params![written.connection_id, session_id, written.row.ts])?;
+    Ok(())
+}
+
+/// The ACP fields of a tool call that a message can change, each with its column, in the order
+/// an UPDATE sets them and the INSERT lists them.
+const TOOL_CALL_COLUMNS: [(&str, &str); 7] = [
+    ("title", "title"),
+    ("kind", "kind"),
+    ("status", "status"),
+    ("content", "content"),
+    ("locations", "locations"),
+    ("rawInput", "raw_input"),
+    ("rawOutput", "raw_output"),
+];
+
+/// A column as a message leaves it: whether the message set it, and its text.
+type ColumnValue = (bool, Option<String>);
+
+/// What a message changed of a tool call: an update of the row when the call is known, else a
+/// new row; then the event that says what changed.
+fn store_tool_call(
+    written: &MessageWritten,
+    tool_call_rows: &mut ToolCallRows,
+    session_id: &str,
+    tool_call_id: &str,
+    how: UpdateKind,
+    changed: &[(&'static str, Option<Value>)],
+    status: &Option<String>,
+) -> rusqlite::Result<()> {
+    // Only the columns the message changed are written; a content chunk is appended
+    // in SQL, so the recorder never holds a tool call's whole content.
+    let chunk = (how == UpdateKind::ContentChunk)
+        .then(|| changed.iter().find(|(n, _)| *n == "content"))
+        .flatten()
+        .and_then(|(_, v)| v.as_ref())
+        .map(Value::to_string);
+    let columns = TOOL_CALL_COLUMNS.map(|(field, _)| column_value(changed, &chunk, field));
+    let key = (
+        written.connection_id,
+        session_id.to_owned(),
+        tool_call_id.to_owned(),
+    );
+    let known = match tool_call_rows.get(&key) {
+        Some(&id) => Some(id),
+        None => find_tool_call_row(written, session_id, tool_call_id)?,
+    };
+    let updated = match known {
+        Some(id) => update_tool_call(written, id, &columns, &chunk)?,
+        None => None,
+    };
+    let tool_call_row = match updated {
+        Some(id) => id,
+        None => insert_tool_call(written, session_id, tool_call_id, how, &columns)?,
+    };
+    if tool_call_rows.len() >= MAX_KNOWN_TOOL_CALLS {
+        tool_call_rows.clear();
+    }
+    tool_call_rows.insert(key, tool_call_row);
+    if !changed.is_empty() {
+        insert_tool_call_event(written, tool_call_row, how, changed, status)?;
+    }
+    Ok(())
+}
+
+/// The column of ACP field `field` after the message: strings of title, kind and status as
+/// they are, anything else as JSON; a content chunk as a one-item array (for a new row; an
+/// existing row gets it appended instead).
+fn column_value(
+    changed: &[(&'static str, Option<Value>)],
+    chunk: &Option<String>,
+    field: &str,
+) -> ColumnValue {
+    match changed.iter().find(|(n, _)| *n == field) {
+        _ if field == "content" && chunk.is_some() => {
+            (false, chunk.as_ref().map(|item| format!("[{item}]")))
+        }
+        Some((_, value)) => {
+            let text = value.as_ref().map(|v| match v {
+                Value::String(s) if matches!(field, "title" | "kind" | "status") => s.clone(),
+                other => other.to_string(),
+            });
+            (true, text)
+        }
+        None => (false, None),
+    }
+}
+
+/// The row of a tool call this store does not remember: written by an earlier store, or
+/// forgotten when the memory started over.
+fn find_tool_call_row(
+    written: &MessageWritten,
+    session_id: &str,
+    tool_call_id: &str,
+) -> rusqlite::Result<Option<i64>> {
+    written
+        .tx
+        .prepare_cached(
+            "SELECT id FROM tool_calls
+                         WHERE connection_id = ?1 AND session_id = ?2 AND tool_call_id = ?3",
+        )?
+        .query_row(
+            params![written.connection_id, session_id, tool_call_id],
+            |r| r.get(0),
+        )
+        .optional()
+}
+
+/// Updates row `id` with the columns that changed. An update is one UPDATE by row id: no
+/// upsert, whose conflict handling and RETURNING cost SQLite a statement journal and a
+/// temporary table per line (a third of the recorder's time on a tool-heavy session).
+/// `None` when no row changed: the row went (another process pruned it) and is written anew.
+fn update_tool_call(
+    written: &MessageWritten,
+    id: i64,
+    columns: &[ColumnValue; 7],
+    chunk: &Option<String>,
+) -> rusqlite::Result<Option<i64>> {
+    let mut sql = String::from("UPDATE tool_calls SET ");
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::new();
+    for ((_, name), (changed, value)) in TOOL_CALL_COLUMNS.iter().zip(columns) {
+        if *changed {
+            values.push(value);
+            let _ = write!(sql, "{name} = ?{}, ", values.len());
+        }
+    }
+    if let Some(chunk) = chunk {
+        values.push(chunk);
+        let _ = write!(
+            sql,
+            "content = json_insert(CASE WHEN content IS NULL THEN '[]'
+                                 WHEN json_type(content) = 'array' THEN content
+                                 ELSE json_array(json(content)) END, '$[#]', json(?{})), ",
+            values.len()
+        );
+    }
+    values.push(&written.row.ts);
+    values.push(&id);
+    let _ = write!(
+        sql,
+        "last_updated_at = ?{}, update_count = update_count + 1 WHERE id = ?{}",
+        values.len() - 1,
+        values.len()
+    );
+    Ok((written.tx.prepare_cached(&sql)?.execute(&values[..])? == 1).then_some(id))
+}
+
+/// A tool call's first row, created by the message kind `how`. Returns its row id.
+fn insert_tool_call(
+    written: &MessageWritten,
+    session_id: &str,
+    tool_call_id: &str,
+    how: UpdateKind,
+    columns: &[ColumnValue; 7],
+) -> rusqlite::Result<i64> {
+    let [
+        (_, title),
+        (_, kind),
+        (_, status),
+        (_, content),
+        (_, locations),
+        (_, raw_input),
+        (_, raw_output),
+    ] = columns;
+    written
+        .tx
+        .prepare_cached(
+            "INSERT INTO tool_calls (connection_id, session_id, tool_call_id, title,
+                             kind, status, content, locations, raw_input, raw_output, created_by,
+                             first_seen_at, last_updated_at, update_count)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, 1)",
+        )?
+        .execute(params![
+            written.connection_id,
+            session_id,
+            tool_call_id,
+            title,
+            kind,
+            status,
+            content,
+            locations,
+            raw_input,
+            raw_output,
+            how.as_str(),
+            written.row.ts,
+        ])?;
+    Ok(written.tx.last_insert_rowid())
+}
+
+/// The event of one message on a tool call: which fields it changed, and the status after it.
+fn insert_tool_call_event(
+    written: &MessageWritten,
+    tool_call_row: i64,
+    how: UpdateKind,
+    changed: &[(&'static str, Option<Value>)],
+    status: &Option<String>,
+) -> rusqlite::Result<()> {
+    written
+        .tx
+        .prepare_cached(
+            "INSERT INTO tool_call_events (tool_call_row, message_id, ts, update_kind, changed, status)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
+            tool_call_row,
+            written.message_id,
+            written.row.ts,
+            how.as_str(),
+            serde_json::to_string(&changed.iter().map(|(n, _)| n).collect::<Vec<_>>())
+                .unwrap_or_default(),
+            status,
+        ])?;
+    Ok(())
+}
+
+/// A permission request, with the policy's decision on it when acptap's policy saw it.
+fn store_permission_requested(
+    written: &MessageWritten,
+    session_id: &Option<String>,
+    tool_call_id: &Option<String>,
+    options: &Option<Value>,
+    title: &Option<String>,
+    description: &Option<String>,
+    subject: &Option<Value>,
+) -> rusqlite::Result<()> {
+    let row = written.row;
+    let policy = row.annotation.policy.as_deref();
+    written
+        .tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO permission_requests (connection_id, session_id, tool_call_id,
+                     request_seq, request_message_id, requested_at, options, policy_decision,
+                     policy_rule, policy_hash, policy_reason, policy_option_id, policy_shadow,
+                     policy_input, title, description, subject)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        )?
+        .execute(params![
+            written.connection_id,
+            session_id,
+            tool_call_id,
+            row.seq,
+            written.message_id,
+            row.ts,
+            json(options),
+            policy.map(|p| p.decision),
+            policy.and_then(|p| p.rule.as_deref()),
+            policy.map(|p| p.policy_hash.as_str()),
+            policy.map(|p| p.reason.as_str()),
+            policy.and_then(|p| p.option_id.as_deref()),
+            policy.map(|p| p.shadow),
+            policy.map(|p| p.input.as_str()),
+            title,
+            description,
+            json(subject),
+        ])?;
+    Ok(())
+}
+
+/// The answer to the permission request on line `request_seq`.
+fn store_permission_decided(
+    written: &MessageWritten,
+    request_seq: i64,
+    outcome: &str,
+    option_id: &Option<String>,
+    option_kind: &Option<String>,
+    decided_by: &str,
+) -> rusqlite::Result<()> {
+    let row = written.row;
+    written
+        .tx
+        .prepare_cached(
+            "UPDATE permission_requests SET response_message_id = ?3, decided_at = ?4,
                      decision_us = ?4 - requested_at, outcome = ?5, option_id = ?6, option_kind = ?7,
                      decided_by = ?8
                  WHERE connection_id = ?1 AND request_seq = ?2",
-            )?
-            .execute(params![
-                connection_id,
-                request_seq,
-                message_id,
-                row.ts,
-                outcome,
-                option_id,
-                option_kind,
-                // An answer acptap wrote itself was the policy's decision.
-                if row.annotation.written_by_acptap { "policy" } else { decided_by },
-            ])?;
-        }
-    }
+        )?
+        .execute(params![
+            written.connection_id,
+            request_seq,
+            written.message_id,
+            row.ts,
+            outcome,
+            option_id,
+            option_kind,
+            // An answer acptap wrote itself was the policy's decision.
+            if row.annotation.written_by_acptap { "policy" } else { decided_by },
+        ])?;
     Ok(())
 }
 

@@ -12,7 +12,7 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::store::{ConnectionEnd, ConnectionStart, MessageRow, Store, StoreError};
+use super::store::{ConnectionEnd, ConnectionStart, LineToWrite, Store, StoreError};
 use super::{Annotation, Line, ingest};
 use crate::protocol::{Direction, SessionState};
 
@@ -48,21 +48,51 @@ fn yes() -> bool {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TranscriptError {
-    #[error("line {line}: {message}")]
-    Record { line: usize, message: String },
+    #[error("line {line}: {error}")]
+    Record { line: usize, error: RecordError },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Sql(#[from] rusqlite::Error),
 }
 
+/// What is wrong with one record of a transcript (the line is said by [`TranscriptError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("not a transcript record: {0}")]
+    NotARecord(serde_json::Error),
+    #[error("a record needs `text` or `hex`")]
+    NoBytes,
+    #[error("`hex` has an odd number of digits")]
+    OddHex,
+    #[error("`hex` is not hexadecimal near digit {0}")]
+    NotHex(usize),
+    #[error("unknown dir `{0}`: use c2a, a2c or stderr")]
+    UnknownDir(String),
+    #[error("the line holds a line break: a record is one line")]
+    LineBreak,
+    #[error("`t` is {0}: seconds since the first line, from 0 to 100 years")]
+    BadTime(f64),
+    #[error("`seq` {seq} does not follow {last}")]
+    SeqOutOfOrder { seq: i64, last: i64 },
+    #[error("`{text}` is not an RFC 3339 time ({why}); write e.g. 2026-11-24T12:00:00Z")]
+    NotATime {
+        text: String,
+        why: humantime::TimestampError,
+    },
+    #[error("`{0}` is before 1970")]
+    Before1970(String),
+    #[error("the file holds no record")]
+    Empty,
+}
+
 impl TranscriptRecord {
     /// The exact bytes of the line, line ending included.
-    pub fn bytes(&self) -> Result<Vec<u8>, String> {
+    pub fn bytes(&self) -> Result<Vec<u8>, RecordError> {
         let mut bytes = match (&self.text, &self.hex) {
             (Some(text), _) => text.as_bytes().to_vec(),
             (None, Some(hex)) => decode_hex(hex)?,
-            (None, None) => return Err("a record needs `text` or `hex`".into()),
+            (None, None) => return Err(RecordError::NoBytes),
         };
         if self.eol {
             bytes.push(b'\n');
@@ -70,19 +100,14 @@ impl TranscriptRecord {
         Ok(bytes)
     }
 
-    pub fn direction(&self) -> Result<Direction, String> {
-        match self.dir.as_str() {
-            "c2a" => Ok(Direction::ClientToAgent),
-            "a2c" => Ok(Direction::AgentToClient),
-            "stderr" => Ok(Direction::Stderr),
-            other => Err(format!("unknown dir `{other}`: use c2a, a2c or stderr")),
-        }
+    pub fn direction(&self) -> Result<Direction, RecordError> {
+        Direction::from_recorded(&self.dir).ok_or_else(|| RecordError::UnknownDir(self.dir.clone()))
     }
 }
 
-fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
+fn decode_hex(hex: &str) -> Result<Vec<u8>, RecordError> {
     if !hex.len().is_multiple_of(2) {
-        return Err("`hex` has an odd number of digits".into());
+        return Err(RecordError::OddHex);
     }
     hex.as_bytes()
         .chunks(2)
@@ -91,20 +116,21 @@ fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
             std::str::from_utf8(pair)
                 .ok()
                 .and_then(|digits| u8::from_str_radix(digits, 16).ok())
-                .ok_or_else(|| format!("`hex` is not hexadecimal near digit {}", i * 2))
+                .ok_or(RecordError::NotHex(i * 2))
         })
         .collect()
 }
 
 /// The start a record names, in microseconds since the epoch.
-pub fn parse_start(text: &str) -> Result<i64, String> {
-    let time = humantime::parse_rfc3339_weak(text).map_err(|e| {
-        format!("`{text}` is not an RFC 3339 time ({e}); write e.g. 2026-11-24T12:00:00Z")
+pub fn parse_start(text: &str) -> Result<i64, RecordError> {
+    let time = humantime::parse_rfc3339_weak(text).map_err(|why| RecordError::NotATime {
+        text: text.to_owned(),
+        why,
     })?;
     time.duration_since(std::time::UNIX_EPOCH)
         .ok()
         .and_then(|d| i64::try_from(d.as_micros()).ok())
-        .ok_or_else(|| format!("`{text}` is before 1970"))
+        .ok_or_else(|| RecordError::Before1970(text.to_owned()))
 }
 
 /// Parses a transcript (JSON lines; blank lines ignored) and checks every record: it names a
@@ -119,31 +145,23 @@ pub fn parse(text: &str) -> Result<Vec<TranscriptRecord>, TranscriptError> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let at = |message: String| TranscriptError::Record {
-            line: i + 1,
-            message,
-        };
+        let at = |error: RecordError| TranscriptError::Record { line: i + 1, error };
         let record: TranscriptRecord =
-            serde_json::from_str(l).map_err(|e| at(format!("not a transcript record: {e}")))?;
+            serde_json::from_str(l).map_err(|e| at(RecordError::NotARecord(e)))?;
         let bytes = record.bytes().map_err(at)?;
         record.direction().map_err(at)?;
         if bytes[..bytes.len() - usize::from(record.eol)].contains(&b'\n') {
-            return Err(at(
-                "the line holds a line break: a record is one line".into()
-            ));
+            return Err(at(RecordError::LineBreak));
         }
         if !record.t.is_finite() || !(0.0..=LONGEST_T).contains(&record.t) {
-            return Err(at(format!(
-                "`t` is {}: seconds since the first line, from 0 to 100 years",
-                record.t
-            )));
+            return Err(at(RecordError::BadTime(record.t)));
         }
         if let Some(seq) = record.seq {
             if last_seq.is_some_and(|last| seq <= last) {
-                return Err(at(format!(
-                    "`seq` {seq} does not follow {}",
-                    last_seq.unwrap_or(0)
-                )));
+                return Err(at(RecordError::SeqOutOfOrder {
+                    seq,
+                    last: last_seq.unwrap_or(0),
+                }));
             }
             last_seq = Some(seq);
         }
@@ -155,7 +173,7 @@ pub fn parse(text: &str) -> Result<Vec<TranscriptRecord>, TranscriptError> {
     if records.is_empty() {
         return Err(TranscriptError::Record {
             line: 0,
-            message: "the file holds no record".into(),
+            error: RecordError::Empty,
         });
     }
     Ok(records)
@@ -172,11 +190,11 @@ pub fn import(
     let connection_id = store.begin_connection(&start)?;
     let mut observer = SessionState::new();
     // Written a batch at a time, as the recorder does: memory stays flat however long the file.
-    let mut rows: Vec<MessageRow> = Vec::with_capacity(super::MAX_BATCH);
+    let mut rows: Vec<LineToWrite> = Vec::with_capacity(super::MAX_BATCH);
     for (seq, record) in records.iter().enumerate() {
-        let at = |message: String| TranscriptError::Record {
+        let at = |error: RecordError| TranscriptError::Record {
             line: seq + 1,
-            message,
+            error,
         };
         let raw = Bytes::from(record.bytes().map_err(at)?);
         let direction = record.direction().map_err(at)?;
@@ -222,7 +240,7 @@ mod tests {
 
     #[test]
     fn hex_round_trip_and_errors() {
-        assert_eq!(decode_hex("ff00"), Ok(vec![0xff, 0]));
+        assert_eq!(decode_hex("ff00").unwrap(), vec![0xff, 0]);
         assert!(decode_hex("f").is_err());
         assert!(decode_hex("zz").is_err());
         let e = parse("{\"dir\":\"up\",\"text\":\"x\"}")

@@ -40,14 +40,16 @@ use super::say;
 use super::script::{
     ScriptLine, counts_in_turn, negotiated_version, with_id, with_renamed_strings,
 };
+use crate::policy::paths::{Containment, Placing, containment};
 use crate::protocol::message::decode;
 use crate::protocol::relocate::Relocation;
 use crate::protocol::state::PermissionShapes;
 use crate::protocol::{Direction, Message, MessageKind, SessionState, parse_line};
 use crate::proxy::{InProcess, RunOptions};
-use crate::record::queries::SessionRef;
+use crate::query::Reader;
+use crate::query::SessionRef;
+use crate::record::Destination;
 use crate::record::redact::Redactor;
-use crate::record::{Destination, Reader};
 
 pub struct ClientReplayOptions {
     pub db: PathBuf,
@@ -399,7 +401,7 @@ impl Driver {
         let outside = method.starts_with("fs/")
             && path.as_ref().is_some_and(|p| {
                 self.cwd.as_ref().is_some_and(|(_, live)| {
-                    !(p.is_absolute() && crate::replay::lexically_inside(p, live))
+                    !(p.is_absolute() && containment(p, live, Placing::Lexical).is_inside())
                 })
             });
         let v2_unserved = (method.starts_with("fs/") || method.starts_with("terminal/"))
@@ -459,7 +461,9 @@ impl Driver {
     /// An `fs/*` request answered from the real file system, inside the live cwd only.
     fn real_file(&self, method: &str, path: &std::path::Path, params: &Value) -> Reply {
         let inside = match &self.cwd {
-            Some((_, live)) => path.is_absolute() && crate::replay::lexically_inside(path, live),
+            Some((_, live)) => {
+                path.is_absolute() && containment(path, live, Placing::Lexical).is_inside()
+            }
             None => false,
         };
         if !inside {
@@ -479,9 +483,11 @@ impl Driver {
         } else {
             path.parent()
         };
+        // A path that does not resolve (a dangling link), or a cwd not on this machine, is left
+        // to the checks below.
         if let (Some(judged), Some((_, live))) = (judged, &self.cwd)
-            && let (Some(real), Ok(root)) = (super::resolved_on_disk(judged), live.canonicalize())
-            && !real.starts_with(&root)
+            && let Containment::Outside(real) =
+                containment(judged, live, Placing::OnDisk(&crate::policy::Disk))
         {
             return Reply::Error(format!(
                 "{method} {}: resolves to {}, outside the replay's cwd, refused",
@@ -1193,18 +1199,18 @@ mod tests {
             read_real(&dir.path().join("missing"), &json!({})),
             Reply::Coded(RESOURCE_NOT_FOUND, _)
         ));
-        assert!(crate::replay::lexically_inside(
-            &dir.path().join("a/../f.txt"),
-            dir.path()
-        ));
-        assert!(!crate::replay::lexically_inside(
-            &dir.path().join("../x"),
-            dir.path()
-        ));
-        assert!(!crate::replay::lexically_inside(
-            std::path::Path::new("/etc/passwd"),
-            dir.path()
-        ));
+        assert!(
+            containment(&dir.path().join("a/../f.txt"), dir.path(), Placing::Lexical).is_inside()
+        );
+        assert!(!containment(&dir.path().join("../x"), dir.path(), Placing::Lexical).is_inside());
+        assert!(
+            !containment(
+                std::path::Path::new("/etc/passwd"),
+                dir.path(),
+                Placing::Lexical
+            )
+            .is_inside()
+        );
     }
 
     #[test]

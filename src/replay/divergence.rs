@@ -1,11 +1,13 @@
 //! Where a live run departed from the recording it replayed: per turn, tool calls added,
-//! missing or changed (kind, title, status, paths, rawInput), stop reasons, and permission
-//! requests. Both sessions are read by the engine of `acptap diff` (`record::compare`), so
-//! volatile fields (ids, timestamps, `_meta`) are ignored and each session's cwd is written
-//! `<cwd>`; tool calls are then paired with the live call that does the same thing (the same
-//! title, else the same command, `rawInput` or paths, else most words of the title in common;
-//! by kind alone only where one call of the kind is left on each side), and what is not paired
-//! is a missing or added call.
+//! missing or changed (title, status, paths, rawInput), stop reasons, and permission requests.
+//! Both sessions are read and walked by the comparison engine `acptap diff` uses too
+//! (`query::compare`), so volatile fields (ids, timestamps, `_meta`) are ignored and each session's cwd is written
+//! `<cwd>`; tool calls are paired ([`ByWhatItDoes`]) with the live call that does the same thing
+//! (the same title, else the same command, `rawInput` or paths, else most words of the title in
+//! common; by kind alone only where one call of the kind is left on each side), and what is not
+//! paired is a missing or added call. Of what the engine finds, the replay counts a turn's stop
+//! reason, its agent text when asked (`--compare text`), a tool call's title, status, paths and
+//! `rawInput`, and a permission request's question and answer, in its own words.
 //!
 //! What is compared follows each connection's negotiated protocol version:
 //!
@@ -15,6 +17,8 @@
 //!   turn (the history a v2 `session/resume` replays) count for no turn;
 //! - tool calls are read in their final state, after v1 updates or v2 upserts and content
 //!   chunks (`protocol::toolcall`, as recorded);
+//! - a turn's stop reason is, under v2, that of the `idle` that ended it; else as recorded, or
+//!   the error that refused its prompt;
 //! - a permission request is the tool call it asks about (kind and title) under v1; under v2,
 //!   its `title` and its `subject`: a command with its cwd, a tool call by kind and title, or
 //!   the subject's type;
@@ -23,7 +27,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::record::Reader;
+use crate::query::Reader;
 use serde_json::Value;
 
 use super::script::{ScriptLine, negotiated_version};
@@ -32,8 +36,10 @@ use crate::protocol::message::decode;
 use crate::protocol::state::PermissionShapes;
 use crate::protocol::version::Version;
 use crate::protocol::{Direction, parse_line};
-use crate::record::compare;
-use crate::record::queries::{self, SessionRef};
+use crate::query::compare::{
+    self, CallField, CallShape, Change, Matcher, PermissionShape, Shape, Side, TurnField,
+};
+use crate::query::{self, SessionRef};
 use crate::terminal::{NAME_BYTES, VALUE_BYTES, terminal_line};
 
 /// The most of one difference said: it quotes two recorded values (each cut to `VALUE_BYTES`)
@@ -89,47 +95,16 @@ impl Report {
     }
 }
 
-/// A tool call with what is compared of it.
-#[derive(Debug, Clone, PartialEq)]
-struct Call {
-    kind: String,
-    title: String,
-    status: String,
-    paths: Vec<String>,
-    raw_input: Value,
-}
-
-/// A permission request as it is compared: what it asks about, and the answer (the kind of the
-/// option chosen, else the outcome).
-#[derive(Debug, Clone, PartialEq)]
-struct Permission {
-    /// v1: `KIND `TITLE`` of the tool call; v2: `` `TITLE` about SUBJECT ``.
-    about: String,
-    answer: String,
-}
-
-#[derive(Debug, Default)]
-struct Turn {
-    stop_reason: Option<String>,
-    agent_text: String,
-    calls: Vec<Call>,
-    permissions: Vec<Permission>,
-}
-
 /// The protocol version a recorded connection negotiated, read as the replay reads its script
 /// (the session state of its first lines: `initialize` and its answer come first).
 fn connection_version(reader: &Reader, connection_id: i64) -> rusqlite::Result<Option<Version>> {
     /// Enough lines to reach the answer to `initialize` of any real connection.
     const OPENING_LINES: usize = 64;
     let opening: Vec<ScriptLine> =
-        queries::connection_messages(reader, connection_id, 0..i64::MAX, OPENING_LINES)?
+        query::connection_messages(reader, connection_id, 0..i64::MAX, OPENING_LINES)?
             .into_iter()
             .filter_map(|row| {
-                let direction = match row.direction.as_str() {
-                    "c2a" => Direction::ClientToAgent,
-                    "a2c" => Direction::AgentToClient,
-                    _ => return None,
-                };
+                let direction = Some(row.direction).filter(|d| d.is_protocol())?;
                 Some(ScriptLine {
                     seq: row.seq,
                     ts: row.ts,
@@ -144,7 +119,7 @@ fn connection_version(reader: &Reader, connection_id: i64) -> rusqlite::Result<O
 
 /// The turn (index into `turns`) a line numbered `seq` falls in: the last prompt before it, as
 /// the comparison engine attributes tool calls and permission requests.
-fn turn_of(turns: &[queries::Turn], seq: i64) -> Option<usize> {
+fn turn_of(turns: &[query::Turn], seq: i64) -> Option<usize> {
     turns
         .partition_point(|t| t.request_seq <= seq)
         .checked_sub(1)
@@ -167,7 +142,7 @@ struct TurnLines {
 fn turn_lines(
     reader: &Reader,
     session: &SessionRef,
-    turns: &[queries::Turn],
+    turns: &[query::Turn],
     version: Option<Version>,
     cwd: Option<&str>,
 ) -> rusqlite::Result<Vec<TurnLines>> {
@@ -179,7 +154,7 @@ fn turn_lines(
     let mut open: Option<usize> = None;
     // v2: the open turn's work was seen running (an `idle` before that is a stale state).
     let mut started = false;
-    queries::for_each_session_line(reader, session, 0..i64::MAX, |line| {
+    query::for_each_session_line(reader, session, 0..i64::MAX, |line| {
         while turns
             .get(next_turn)
             .is_some_and(|t| t.request_seq <= line.seq)
@@ -194,7 +169,9 @@ fn turn_lines(
         {
             open = None;
         }
-        if line.direction != "a2c" || line.method.as_deref() != Some("session/update") {
+        if line.direction != Direction::AgentToClient
+            || line.method.as_deref() != Some("session/update")
+        {
             return;
         }
         let Some(turn) = open else {
@@ -241,14 +218,16 @@ fn turn_lines(
         .collect())
 }
 
-/// Each turn's permission requests as v2 asks them: the request's `title` and its `subject`.
-fn v2_permissions(
+/// What each turn's permission requests ask under v2: the request's `title` and its `subject`;
+/// the requests of a turn in the order `compare::shape` reads them (the same rows, the same
+/// turns).
+fn v2_asks(
     reader: &Reader,
     session: &SessionRef,
-    turns: &[queries::Turn],
+    turns: &[query::Turn],
     cwd: Option<&str>,
-) -> rusqlite::Result<Vec<Vec<Permission>>> {
-    let calls: HashMap<String, (String, String)> = queries::session_tool_calls(reader, session)?
+) -> rusqlite::Result<Vec<Vec<String>>> {
+    let calls: HashMap<String, (String, String)> = query::session_tool_calls(reader, session)?
         .into_iter()
         .map(|c| {
             let title = compare::cwd_written(c.title.as_deref().unwrap_or_default(), cwd);
@@ -260,11 +239,11 @@ fn v2_permissions(
         format!("tool call {kind} `{title}`")
     };
     let mut out = vec![Vec::new(); turns.len()];
-    for row in queries::permission_requests(reader, session)? {
+    for row in query::permission_requests(reader, session)? {
         let Some(turn) = turn_of(turns, row.request_seq) else {
             continue;
         };
-        let request = queries::connection_messages(
+        let request = query::connection_messages(
             reader,
             session.connection_id,
             row.request_seq..row.request_seq + 1,
@@ -297,84 +276,66 @@ fn v2_permissions(
             None if shapes.v1_tool_call.is_some() => call(shapes.tool_call_id()),
             None => "no subject".to_owned(),
         };
-        out[turn].push(Permission {
-            about: format!(
-                "`{}` about {about_subject}",
-                text(params.and_then(|p| p.get("title")))
-            ),
-            answer: row
-                .option_kind
-                .or(row.outcome)
-                .unwrap_or_else(|| "no answer".into()),
-        });
+        out[turn].push(format!(
+            "`{}` about {about_subject}",
+            text(params.and_then(|p| p.get("title")))
+        ));
     }
     Ok(out)
 }
 
-/// A session's turns as the comparison engine reads them (`record::compare::shape`: the same
-/// reading as `acptap diff`, each session's cwd written `<cwd>`, volatile fields of `rawInput`
-/// dropped), for the replay's own pairing of tool calls (`pair_calls`); the agent text and,
-/// under v2, the permission requests as the module's comment says.
-fn turns(
+/// A session's shape as the replay compares it: the engine's reading (`compare::shape`: the
+/// same reading as `acptap diff`, each session's cwd written `<cwd>`, volatile fields of
+/// `rawInput` dropped), with a tool call's kind, title and status read as empty where it has
+/// none, and the agent text, the stop reason and what a permission request asks read as the
+/// module's comment says.
+fn shape(
     reader: &Reader,
     session: &SessionRef,
     version: Option<Version>,
-) -> rusqlite::Result<Vec<Turn>> {
-    let shape = compare::shape(reader, session)?;
-    let prompts = queries::turns(reader, session)?;
-    let cwd = queries::session_summary_of(reader, session)?.cwd;
+) -> rusqlite::Result<Shape> {
+    let mut shape = compare::shape(reader, session)?;
+    let prompts = query::turns(reader, session)?;
+    let cwd = query::session_summary_of(reader, session)?.cwd;
     let mut lines = turn_lines(reader, session, &prompts, version, cwd.as_deref())?.into_iter();
     let mut v2 = match version {
-        Some(Version::V2) => {
-            Some(v2_permissions(reader, session, &prompts, cwd.as_deref())?.into_iter())
-        }
+        Some(Version::V2) => Some(v2_asks(reader, session, &prompts, cwd.as_deref())?.into_iter()),
         _ => None,
     };
-    Ok(shape
-        .turns
-        .into_iter()
-        .map(|t| {
-            let own = lines.next().unwrap_or_default();
-            Turn {
-                agent_text: own.agent_text,
-                // v2: the idle that ended the turn by the rule above (the recorder may have taken
-                // an earlier one), else as recorded (a prompt refused with an error).
-                stop_reason: own
-                    .idle_stop_reason
-                    .or(t.stop_reason)
-                    .or_else(|| t.error.map(|e| format!("error: {e}"))),
-                calls: t
-                    .tool_calls
-                    .into_iter()
-                    .map(|c| Call {
-                        kind: c.kind.unwrap_or_default(),
-                        title: c.title.unwrap_or_default(),
-                        status: c.status.unwrap_or_default(),
-                        paths: c.paths,
-                        raw_input: c.raw_input,
-                    })
-                    .collect(),
-                permissions: match v2.as_mut() {
-                    Some(v2) => v2.next().unwrap_or_default(),
-                    None => t
-                        .permissions
-                        .into_iter()
-                        .map(|p| Permission {
-                            about: format!(
-                                "{} `{}`",
-                                p.tool_kind.unwrap_or_default(),
-                                p.tool_call.unwrap_or_default()
-                            ),
-                            answer: p
-                                .option_kind
-                                .or(p.outcome)
-                                .unwrap_or_else(|| "no answer".into()),
-                        })
-                        .collect(),
-                },
+    for turn in &mut shape.turns {
+        let own = lines.next().unwrap_or_default();
+        turn.agent_text = own.agent_text;
+        // v2: the idle that ended the turn by the rule above (the recorder may have taken an
+        // earlier one), else as recorded (a prompt refused with an error).
+        turn.stop_reason = own
+            .idle_stop_reason
+            .or(turn.stop_reason.take())
+            .or_else(|| turn.error.as_ref().map(|e| format!("error: {e}")));
+        for call in &mut turn.tool_calls {
+            for field in [&mut call.kind, &mut call.title, &mut call.status] {
+                field.get_or_insert_default();
             }
-        })
-        .collect())
+        }
+        match v2.as_mut() {
+            Some(v2) => {
+                let asks = v2.next().unwrap_or_default();
+                debug_assert_eq!(asks.len(), turn.permissions.len());
+                for (permission, asks) in turn.permissions.iter_mut().zip(asks) {
+                    permission.asks = Some(asks);
+                }
+            }
+            None => {
+                for permission in &mut turn.permissions {
+                    permission.asks = Some(format!(
+                        "{} `{}`",
+                        permission.tool_kind.as_deref().unwrap_or_default(),
+                        permission.tool_call.as_deref().unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(shape)
 }
 
 /// The live session that stands for `original`: the one created in the same position.
@@ -383,7 +344,7 @@ fn live_session(
     original: &SessionRef,
     live_connection: i64,
 ) -> rusqlite::Result<Option<SessionRef>> {
-    let sessions = |connection: i64| queries::announced_sessions(reader, connection);
+    let sessions = |connection: i64| query::announced_sessions(reader, connection);
     let position = sessions(original.connection_id)?
         .iter()
         .position(|s| s == &original.session_id)
@@ -425,99 +386,165 @@ pub fn compare(
             name(live_version)
         ));
     }
-    let recorded = turns(reader, original, recorded_version)?;
-    let observed = turns(reader, &live, live_version)?;
-    for (i, pair) in recorded
-        .iter()
-        .zip(observed.iter().map(Some).chain(std::iter::repeat(None)))
-        .enumerate()
-    {
-        let n = i + 1;
-        let (was, now) = pair;
-        let Some(now) = now else {
-            report
-                .differences
-                .push(format!("turn {n}: missing in the live run"));
-            continue;
-        };
-        if was.stop_reason != now.stop_reason {
-            report.differences.push(format!(
-                "turn {n}: stop reason {} -> {}",
-                terminal_line(was.stop_reason.as_deref().unwrap_or("none"), NAME_BYTES),
-                terminal_line(now.stop_reason.as_deref().unwrap_or("none"), NAME_BYTES)
-            ));
-        }
-        if compare_text && was.agent_text != now.agent_text {
-            let cut = |t: &str| {
-                let kept: String = t.chars().take(120).collect();
-                if kept.len() < t.len() {
-                    format!("{kept}…")
-                } else {
-                    kept
-                }
-            };
-            report.differences.push(format!(
-                "turn {n}: agent text {:?} -> {:?}",
-                cut(&was.agent_text),
-                cut(&now.agent_text)
-            ));
-        }
-        compare_calls(n, &was.calls, &now.calls, &mut report.differences);
-        if was.permissions != now.permissions {
-            let list = |permissions: &[Permission]| {
-                let items: Vec<String> = permissions
-                    .iter()
-                    .map(|p| {
-                        format!(
-                            "{} -> {}",
-                            terminal_line(&p.about, VALUE_BYTES),
-                            terminal_line(&p.answer, NAME_BYTES)
-                        )
-                    })
-                    .collect();
-                if items.is_empty() {
-                    "none".to_owned()
-                } else {
-                    items.join(", ")
-                }
-            };
-            report.differences.push(format!(
-                "turn {n}: permission requests differ: recorded {}, live {}",
-                list(&was.permissions),
-                list(&now.permissions)
-            ));
-        }
-    }
-    for extra in recorded.len()..observed.len() {
-        report
-            .differences
-            .push(format!("turn {}: not in the recording", extra + 1));
-    }
+    let recorded = shape(reader, original, recorded_version)?;
+    let observed = shape(reader, &live, live_version)?;
+    report
+        .differences
+        .extend(divergences(&recorded, &observed, compare_text));
     Ok(report)
 }
 
-fn compare_calls(turn: usize, recorded: &[Call], live: &[Call], out: &mut Vec<String>) {
-    let pairs = pair_calls(recorded, live);
-    let mut live_paired = vec![false; live.len()];
-    for (was, pair) in recorded.iter().zip(&pairs) {
-        match pair {
-            Some(i) => {
-                live_paired[*i] = true;
-                describe_changes(turn, was, &live[*i], out);
-            }
-            None => out.push(format!(
-                "turn {turn}: missing tool call: {} {:?}",
-                terminal_line(&was.kind, NAME_BYTES),
-                terminal_line(&was.title, NAME_BYTES)
+/// What a permission request is compared by: what it asks, and its answer (the kind of the
+/// option chosen, else the outcome).
+fn asks_and_answer(permission: &PermissionShape) -> (&str, &str) {
+    (
+        permission.asks.as_deref().unwrap_or_default(),
+        permission
+            .option_kind
+            .as_deref()
+            .or(permission.outcome.as_deref())
+            .unwrap_or("no answer"),
+    )
+}
+
+/// The engine's changes from `recorded` to `live` (tool calls paired by [`ByWhatItDoes`]), in
+/// the replay's words, those it counts: not a turn's prompt (the recorded one was sent), its
+/// error (in the stop reason) or its duration, the agent text only with `compare_text`, not a
+/// tool call's content, and a turn's permission requests once, listed whole, where what one asks
+/// or its answer changed (not who decided).
+fn divergences(recorded: &Shape, live: &Shape, compare_text: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let call = |call: &CallShape| {
+        format!(
+            "{} {:?}",
+            terminal_line(call.kind.as_deref().unwrap_or_default(), NAME_BYTES),
+            terminal_line(call.title.as_deref().unwrap_or_default(), NAME_BYTES)
+        )
+    };
+    // The last turn whose permission requests were said.
+    let mut permissions_said = None;
+    for change in compare::walk(recorded, live, &ByWhatItDoes) {
+        match change {
+            Change::Turn { turn, side, .. } => out.push(match side {
+                Side::A => format!("turn {turn}: missing in the live run"),
+                Side::B => format!("turn {turn}: not in the recording"),
+            }),
+            Change::TurnField {
+                turn,
+                field: TurnField::StopReason,
+                a,
+                b,
+            } => out.push(format!(
+                "turn {turn}: stop reason {} -> {}",
+                terminal_line(a.stop_reason.as_deref().unwrap_or("none"), NAME_BYTES),
+                terminal_line(b.stop_reason.as_deref().unwrap_or("none"), NAME_BYTES)
             )),
+            Change::TurnField {
+                turn,
+                field: TurnField::AgentText,
+                a,
+                b,
+            } if compare_text => {
+                let cut = |t: &str| {
+                    let kept: String = t.chars().take(120).collect();
+                    if kept.len() < t.len() {
+                        format!("{kept}…")
+                    } else {
+                        kept
+                    }
+                };
+                out.push(format!(
+                    "turn {turn}: agent text {:?} -> {:?}",
+                    cut(&a.agent_text),
+                    cut(&b.agent_text)
+                ));
+            }
+            Change::TurnField { .. } => {}
+            Change::Call {
+                turn,
+                side,
+                call: c,
+                ..
+            } => out.push(match side {
+                Side::A => format!("turn {turn}: missing tool call: {}", call(c)),
+                Side::B => format!("turn {turn}: added tool call: {}", call(c)),
+            }),
+            Change::CallField {
+                turn,
+                field,
+                a: was,
+                b: now,
+                ..
+            } => {
+                let what = format!("turn {turn}: tool call {}", call(was));
+                match field {
+                    CallField::Title => out.push(format!(
+                        "{what}: title -> {:?}",
+                        terminal_line(now.title.as_deref().unwrap_or_default(), NAME_BYTES)
+                    )),
+                    CallField::Status => out.push(format!(
+                        "{what}: status {} -> {}",
+                        terminal_line(was.status.as_deref().unwrap_or_default(), NAME_BYTES),
+                        terminal_line(now.status.as_deref().unwrap_or_default(), NAME_BYTES)
+                    )),
+                    CallField::Paths => {
+                        out.push(format!("{what}: paths {:?} -> {:?}", was.paths, now.paths))
+                    }
+                    CallField::RawInput => out.push(format!(
+                        "{what}: rawInput {} -> {}",
+                        was.raw_input, now.raw_input
+                    )),
+                    // The kind: calls are paired with one of their kind only.
+                    CallField::Kind | CallField::Content => {}
+                }
+            }
+            Change::Permission { turn, .. } | Change::PermissionField { turn, .. } => {
+                let counts = match change {
+                    Change::PermissionField { a, b, .. } => {
+                        asks_and_answer(a) != asks_and_answer(b)
+                    }
+                    _ => true,
+                };
+                if counts && permissions_said != Some(turn) {
+                    permissions_said = Some(turn);
+                    let list = |shape: &Shape| {
+                        let items: Vec<String> = shape.turns[turn - 1]
+                            .permissions
+                            .iter()
+                            .map(|p| {
+                                let (asks, answer) = asks_and_answer(p);
+                                format!(
+                                    "{} -> {}",
+                                    terminal_line(asks, VALUE_BYTES),
+                                    terminal_line(answer, NAME_BYTES)
+                                )
+                            })
+                            .collect();
+                        if items.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            items.join(", ")
+                        }
+                    };
+                    out.push(format!(
+                        "turn {turn}: permission requests differ: recorded {}, live {}",
+                        list(recorded),
+                        list(live)
+                    ));
+                }
+            }
         }
     }
-    for (now, _) in live.iter().zip(live_paired).filter(|(_, paired)| !paired) {
-        out.push(format!(
-            "turn {turn}: added tool call: {} {:?}",
-            terminal_line(&now.kind, NAME_BYTES),
-            terminal_line(&now.title, NAME_BYTES)
-        ));
+    out
+}
+
+/// Replay's pairing of tool calls: a live call stands for a recorded one when it does the same
+/// thing ([`pair_calls`]).
+struct ByWhatItDoes;
+
+impl Matcher for ByWhatItDoes {
+    fn pair_calls(&self, recorded: &[CallShape], live: &[CallShape]) -> Vec<Option<usize>> {
+        pair_calls(recorded, live)
     }
 }
 
@@ -532,7 +559,7 @@ fn compare_calls(turn: usize, recorded: &[Call], live: &[Call], out: &mut Vec<St
 ///
 /// What is left is a missing (recorded) or added (live) call: two unrelated calls of one kind
 /// are not reported as one call whose title changed.
-fn pair_calls(recorded: &[Call], live: &[Call]) -> Vec<Option<usize>> {
+fn pair_calls(recorded: &[CallShape], live: &[CallShape]) -> Vec<Option<usize>> {
     let mut pairs: Vec<Option<usize>> = vec![None; recorded.len()];
     let mut taken = vec![false; live.len()];
     pair_in_order(recorded, live, &mut pairs, &mut taken, |was, now| {
@@ -590,11 +617,11 @@ fn pair_calls(recorded: &[Call], live: &[Call]) -> Vec<Option<usize>> {
 /// Pairs each recorded call not yet paired with the first live call left of its kind for which
 /// `same` holds.
 fn pair_in_order(
-    recorded: &[Call],
-    live: &[Call],
+    recorded: &[CallShape],
+    live: &[CallShape],
     pairs: &mut [Option<usize>],
     taken: &mut [bool],
-    same: impl Fn(&Call, &Call) -> bool,
+    same: impl Fn(&CallShape, &CallShape) -> bool,
 ) {
     for (was, pair) in recorded.iter().zip(pairs.iter_mut()) {
         if pair.is_some() {
@@ -610,7 +637,7 @@ fn pair_in_order(
 }
 
 /// The command a call runs, as its `rawInput` names it (a string, or an argument list).
-fn command_of(call: &Call) -> Option<String> {
+fn command_of(call: &CallShape) -> Option<String> {
     match call.raw_input.get("command")? {
         Value::String(command) => Some(command.clone()),
         Value::Array(words) => Some(
@@ -626,7 +653,7 @@ fn command_of(call: &Call) -> Option<String> {
 
 /// Whether two calls of one kind act on the same thing: the same command, the same `rawInput`,
 /// or the same paths (none of them empty).
-fn acts_alike(was: &Call, now: &Call) -> bool {
+fn acts_alike(was: &CallShape, now: &CallShape) -> bool {
     let empty = |v: &Value| match v {
         Value::Null => true,
         Value::Object(map) => map.is_empty(),
@@ -642,9 +669,11 @@ fn acts_alike(was: &Call, now: &Call) -> bool {
 
 /// The words of a call's title and command: no bare `<cwd>`, no operator (`&&`, `|`, `=>`), no
 /// quotes or brackets around a word.
-fn words_of(call: &Call) -> std::collections::HashSet<String> {
+fn words_of(call: &CallShape) -> std::collections::HashSet<String> {
     let command = command_of(call).unwrap_or_default();
     call.title
+        .as_deref()
+        .unwrap_or_default()
         .split_whitespace()
         .chain(command.split_whitespace())
         .map(|w| w.trim_matches(|c: char| "\"'`()[]{},;:".contains(c)))
@@ -666,49 +695,34 @@ fn shared_words(
     a.intersection(b).count() as f64 / smaller as f64
 }
 
-fn describe_changes(turn: usize, was: &Call, now: &Call, out: &mut Vec<String>) {
-    let what = format!(
-        "turn {turn}: tool call {} {:?}",
-        terminal_line(&was.kind, NAME_BYTES),
-        terminal_line(&was.title, NAME_BYTES)
-    );
-    if was.title != now.title {
-        out.push(format!(
-            "{what}: title -> {:?}",
-            terminal_line(&now.title, NAME_BYTES)
-        ));
-    }
-    if was.status != now.status {
-        out.push(format!(
-            "{what}: status {} -> {}",
-            terminal_line(&was.status, NAME_BYTES),
-            terminal_line(&now.status, NAME_BYTES)
-        ));
-    }
-    if was.paths != now.paths {
-        out.push(format!("{what}: paths {:?} -> {:?}", was.paths, now.paths));
-    }
-    if was.raw_input != now.raw_input {
-        out.push(format!(
-            "{what}: rawInput {} -> {}",
-            was.raw_input, now.raw_input
-        ));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn c(kind: &str, title: &str, status: &str) -> Call {
-        Call {
-            kind: kind.into(),
-            title: title.into(),
-            status: status.into(),
-            paths: vec![],
-            raw_input: Value::Null,
+    fn c(kind: &str, title: &str, status: &str) -> CallShape {
+        CallShape {
+            kind: Some(kind.into()),
+            title: Some(title.into()),
+            status: Some(status.into()),
+            ..CallShape::default()
         }
+    }
+
+    /// The divergences of one turn's calls.
+    fn compare_calls(
+        turn: usize,
+        recorded: &[CallShape],
+        live: &[CallShape],
+        out: &mut Vec<String>,
+    ) {
+        let shape = |calls: &[CallShape]| {
+            let mut shape = Shape::default();
+            shape.turns.resize(turn, compare::TurnShape::default());
+            shape.turns[turn - 1].tool_calls = calls.to_vec();
+            shape
+        };
+        out.extend(divergences(&shape(recorded), &shape(live), false));
     }
 
     #[test]
@@ -812,7 +826,7 @@ mod tests {
     /// whose titles say nothing alike, and so do the same paths.
     #[test]
     fn calls_that_run_the_same_command_or_touch_the_same_paths_pair_whatever_their_titles() {
-        let with = |title: &str, raw_input: Value, paths: &[&str]| Call {
+        let with = |title: &str, raw_input: Value, paths: &[&str]| CallShape {
             raw_input,
             paths: paths.iter().map(|p| (*p).to_owned()).collect(),
             ..c("execute", title, "completed")
@@ -836,5 +850,61 @@ mod tests {
             with("cargo test", json!({"command": "cargo test"}), &[]),
         ];
         assert_eq!(pair_calls(&recorded, &live), [Some(2), Some(1), Some(0)]);
+    }
+
+    /// A turn's permission requests are said once, listed whole, where what one asks or its
+    /// answer changed; who decided is not compared. A turn on one side only is said as such.
+    #[test]
+    fn permission_requests_differ_by_what_they_ask_and_their_answer() {
+        let permission = |asks: &str, decided_by: &str, answer: Option<&str>| PermissionShape {
+            asks: Some(asks.into()),
+            decided_by: Some(decided_by.into()),
+            outcome: Some("selected".into()),
+            option_kind: answer.map(Into::into),
+            ..PermissionShape::default()
+        };
+        let shape = |turns: Vec<Vec<PermissionShape>>| Shape {
+            turns: turns
+                .into_iter()
+                .map(|permissions| compare::TurnShape {
+                    permissions,
+                    ..compare::TurnShape::default()
+                })
+                .collect(),
+            ..Shape::default()
+        };
+        let recorded = shape(vec![vec![
+            permission("execute `ls`", "client", Some("allow_once")),
+            permission("edit `x`", "client", Some("allow_once")),
+        ]]);
+        let by_policy = shape(vec![vec![
+            permission("execute `ls`", "policy", Some("allow_once")),
+            permission("edit `x`", "policy", Some("allow_once")),
+        ]]);
+        assert_eq!(
+            divergences(&recorded, &by_policy, false),
+            Vec::<String>::new()
+        );
+        let changed = shape(vec![
+            vec![
+                permission("execute `ls`", "client", Some("reject_once")),
+                permission("edit `y`", "client", None),
+            ],
+            vec![],
+        ]);
+        assert_eq!(
+            divergences(&recorded, &changed, false),
+            [
+                "turn 1: permission requests differ: recorded execute `ls` -> allow_once, edit `x` -> allow_once, live execute `ls` -> reject_once, edit `y` -> selected",
+                "turn 2: not in the recording",
+            ]
+        );
+        assert_eq!(
+            divergences(&changed, &shape(vec![vec![]]), false),
+            [
+                "turn 1: permission requests differ: recorded execute `ls` -> reject_once, edit `y` -> selected, live none",
+                "turn 2: missing in the live run",
+            ]
+        );
     }
 }

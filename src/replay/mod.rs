@@ -7,8 +7,6 @@ pub mod divergence;
 pub mod outbound;
 pub mod script;
 
-use std::path::{Path, PathBuf};
-
 use serde_json::Value;
 
 /// One line of the replay's own on stderr: what it quotes of the recording and the live peer
@@ -54,26 +52,6 @@ pub fn lexical(path: &str) -> Option<String> {
         format!("/{joined}")
     } else {
         joined
-    })
-}
-
-/// Whether `path` lies in `dir`, by its components after `.` and `..` are taken out lexically
-/// (a replay answers files inside the session's cwd only).
-pub fn lexically_inside(path: &Path, dir: &Path) -> bool {
-    lexical(&path.to_string_lossy()).is_some_and(|clean| Path::new(&clean).starts_with(dir))
-}
-
-/// `path` as the file system resolves it: its deepest existing ancestor (the path itself when it
-/// exists, a symbolic link followed) canonicalised, the rest appended; `None` when that
-/// ancestor does not resolve (a dangling symbolic link).
-pub fn resolved_on_disk(path: &Path) -> Option<PathBuf> {
-    let existing = path.ancestors().find(|p| p.symlink_metadata().is_ok())?;
-    let real = existing.canonicalize().ok()?;
-    let rest = path.strip_prefix(existing).ok()?;
-    Some(if rest.as_os_str().is_empty() {
-        real
-    } else {
-        real.join(rest)
     })
 }
 

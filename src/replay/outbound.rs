@@ -41,7 +41,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::{lexical, resolved_on_disk};
+use super::lexical;
+use crate::policy::Disk;
+use crate::policy::paths::{Containment, Placing, containment, resolved_on_disk};
 use crate::protocol::message::decode;
 use crate::protocol::relocate::Relocation;
 use crate::protocol::version::Version;
@@ -696,7 +698,7 @@ impl Gate {
         // would be against the replay's own cwd, not the client's.
         let resolved = written
             .is_absolute()
-            .then(|| resolved_on_disk(&written))
+            .then(|| resolved_on_disk(&Disk, &written))
             .flatten()
             .filter(|r| *r != written);
         for path in std::iter::once(&written).chain(&resolved) {
@@ -857,12 +859,11 @@ fn path_words(text: &str) -> Vec<std::ops::Range<usize>> {
 /// Whether `path`, inside `live` by its text, leaves it on disk: resolved, it is not inside
 /// `live` resolved, or it goes through a dangling symbolic link (where it leads is not known).
 fn leaves_on_disk(path: &Path, live: &Path) -> bool {
-    let Ok(root) = live.canonicalize() else {
-        return false; // no live cwd on this machine: nothing on disk to go through
-    };
-    match resolved_on_disk(path) {
-        Some(real) => !real.starts_with(&root),
-        None => true,
+    match containment(path, live, Placing::OnDisk(&Disk)) {
+        Containment::Inside => false,
+        // No live cwd on this machine: nothing on disk to go through.
+        Containment::NoDirectory => false,
+        Containment::Outside(_) | Containment::Unplaced => true,
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 
 use crate::protocol::version::Version;
 use crate::protocol::{Direction, Message, SessionState, parse_line};
-use crate::record::{Reader, queries};
+use crate::query::{self, Reader};
 
 /// One recorded protocol line.
 #[derive(Debug, Clone)]
@@ -22,14 +22,10 @@ pub struct ScriptLine {
 
 /// The c2a and a2c lines of a connection, in order (stderr left out).
 pub fn load(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<ScriptLine>> {
-    Ok(queries::connection_lines(reader, connection_id)?
+    Ok(query::connection_lines(reader, connection_id)?
         .into_iter()
         .filter_map(|line| {
-            let direction = match line.direction.as_str() {
-                "c2a" => Direction::ClientToAgent,
-                "a2c" => Direction::AgentToClient,
-                _ => return None,
-            };
+            let direction = Some(line.direction).filter(|d| d.is_protocol())?;
             Some(ScriptLine {
                 seq: line.seq,
                 ts: line.ts,

@@ -1,6 +1,8 @@
 //! The JSON the page reads, and the downloads. Every list is a page (`offset`, `limit`, and the
-//! `total` that matches) so the page can show a window of a 60,000-turn session; every recorded
-//! string is sent as data and cut where a row only needs a preview.
+//! `total` that matches: the views' one pager, `query::pages::Page`) so the page can show a
+//! window of a 60,000-turn session; every recorded string is sent as data and cut where a row
+//! only needs a preview. A row is its type's own `Serialize` (what `--json` prints), with what
+//! only this view adds (a preview, counts, diffs) or without what a list leaves out.
 
 use std::sync::Arc;
 
@@ -14,16 +16,18 @@ use super::{App, json_response, read};
 use crate::inspect::report::diff::diff_view;
 use crate::inspect::show::{self, Item, TurnView};
 use crate::inspect::{cut_json_strings as cut_strings, cut_text as cut};
-use crate::record::Reader;
-use crate::record::pages::{self, LineFilter, Page, ToolCallFilter};
-use crate::record::queries::{self, SessionRef, SessionSummary, ToolCallRow};
+use crate::query::Reader;
+use crate::query::pages::{self, LineFilter, Page, PageRequest, ToolCallFilter};
+use crate::query::{self, SessionRef, SessionSummary, ToolCallRow};
 
 /// A row's preview of a recorded text, in characters.
 const PREVIEW_CHARS: usize = 400;
 /// A string in a detail is cut at this many bytes (a line can be megabytes).
 const DETAIL_BYTES: usize = 1 << 20;
+/// The items of a page when the request does not say.
+const DEFAULT_PAGE: usize = 100;
 /// The most items one page may ask for.
-const MAX_PAGE: i64 = 1_000;
+const MAX_PAGE: usize = 1_000;
 
 /// The first `max` characters of `text`.
 fn preview(text: &str, max: usize) -> String {
@@ -41,7 +45,7 @@ fn session_ref(
         connection_id,
         session_id,
     };
-    queries::session_summary_of(reader, &session).map_err(|_| {
+    query::session_summary_of(reader, &session).map_err(|_| {
         anyhow::anyhow!(
             "no session {} in connection {connection_id}",
             session.session_id
@@ -55,25 +59,24 @@ fn session_ref(
 pub(super) struct Paging {
     #[serde(default)]
     offset: i64,
-    #[serde(default = "default_limit")]
-    limit: i64,
-}
-
-fn default_limit() -> i64 {
-    100
+    limit: Option<i64>,
 }
 
 impl Paging {
-    fn offset(&self) -> i64 {
-        self.offset.max(0)
-    }
-    fn limit(&self) -> i64 {
-        self.limit.clamp(1, MAX_PAGE)
+    /// The page asked for: from 0 at least, from 1 to `MAX_PAGE` items.
+    fn request(&self) -> PageRequest {
+        let at_least_0 = |n: i64| usize::try_from(n).unwrap_or(0);
+        PageRequest::new(
+            at_least_0(self.offset),
+            self.limit.map(at_least_0),
+            DEFAULT_PAGE,
+            MAX_PAGE,
+        )
     }
 }
 
 pub(super) async fn sessions(State(app): State<Arc<App>>) -> Response {
-    respond(read(&app, |r| Ok(queries::list_sessions(r, 1000)?)).await)
+    respond(read(&app, |r| Ok(query::list_sessions(r, 1000)?)).await)
 }
 
 fn respond(result: Result<impl serde::Serialize, Response>) -> Response {
@@ -92,8 +95,8 @@ pub(super) async fn session(
     respond(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
-            let summary: SessionSummary = queries::session_summary_of(r, &session)?;
-            let lines = queries::connection_message_count(r, connection, 0..i64::MAX)?;
+            let summary: SessionSummary = query::session_summary_of(r, &session)?;
+            let lines = query::connection_message_count(r, connection, 0..i64::MAX)?;
             let report_pages =
                 (summary.turns.max(1) as usize).div_ceil(crate::inspect::report::TURNS_PER_PAGE);
             Ok(json!({
@@ -128,35 +131,37 @@ pub(super) async fn facets(
     )
 }
 
-/// A turn as a row of the list: what it asked, how it ended, what it did.
-fn turn_row(turn: &TurnView) -> Value {
-    let calls = turn
-        .items
-        .iter()
-        .filter(|i| matches!(i, Item::ToolCall(_)))
-        .count();
-    let failed = turn
-        .items
-        .iter()
-        .filter(|i| matches!(i, Item::ToolCall(c) if c.status.as_deref() == Some("failed")))
-        .count();
-    let permissions = turn
-        .items
-        .iter()
-        .filter(|i| matches!(i, Item::Permission { .. }))
-        .count();
-    json!({
-        "index": turn.index,
-        "prompt": preview(&turn.prompt, PREVIEW_CHARS),
-        "started_at": turn.started_at,
-        "duration_us": turn.duration_us,
-        "stop_reason": turn.stop_reason,
-        "error": turn.error.as_deref().map(|e| preview(e, PREVIEW_CHARS)),
-        "cancel_requested": turn.cancel_requested,
-        "tool_calls": calls,
-        "failed": failed,
-        "permissions": permissions,
-    })
+/// A turn's own fields (its `Serialize`, as `show --json` writes them) without its items, and
+/// what they count: `tool_calls`, of which `failed`, and `permissions`. The items apart.
+fn turn_fields(mut turn: TurnView) -> (Value, Vec<Item>) {
+    let items = std::mem::take(&mut turn.items);
+    let count = |wanted: fn(&Item) -> bool| items.iter().filter(|i| wanted(i)).count();
+    let counts = [
+        ("tool_calls", count(|i| matches!(i, Item::ToolCall(_)))),
+        (
+            "failed",
+            count(|i| matches!(i, Item::ToolCall(c) if c.status.as_deref() == Some("failed"))),
+        ),
+        (
+            "permissions",
+            count(|i| matches!(i, Item::Permission { .. })),
+        ),
+    ];
+    let mut value = json!(turn);
+    if let Some(object) = value.as_object_mut() {
+        object.retain(|key, _| key != "items");
+        for (name, n) in counts {
+            object.insert(name.into(), n.into());
+        }
+    }
+    (value, items)
+}
+
+/// A turn as a row of the list: what it asked, how it ended (both previewed), what it did.
+fn turn_row(mut turn: TurnView) -> Value {
+    turn.prompt = preview(&turn.prompt, PREVIEW_CHARS);
+    turn.error = turn.error.as_deref().map(|e| preview(e, PREVIEW_CHARS));
+    turn_fields(turn).0
 }
 
 pub(super) async fn turns(
@@ -167,25 +172,20 @@ pub(super) async fn turns(
     respond(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
-            let offset = paging.offset();
-            let first = offset as usize;
-            let total = queries::session_summary_of(r, &session)?.turns;
+            let page = paging.request();
+            let total = query::session_summary_of(r, &session)?.turns;
             let mut items = Vec::new();
-            show::for_each_turn(r, &session, first..first + paging.limit() as usize, |t| {
-                items.push(turn_row(&t))
-            })?;
-            Ok(Page {
-                total,
-                offset,
-                items,
-            })
+            let turns = page.offset..page.offset.saturating_add(page.limit);
+            show::for_each_turn(r, &session, turns, |t| items.push(turn_row(t)))?;
+            Ok(Page::new(&page, usize::try_from(total).unwrap_or(0), items))
         })
         .await,
     )
 }
 
-/// A tool call with what a detail shows: its diffs as rows (the report's computation), every
-/// long string cut.
+/// A tool call with what a detail shows: the whole row with what it derives
+/// (`ToolCallRow::detail_json`), every long string cut, and its diffs as rows (the report's
+/// computation).
 fn tool_call_detail(call: &ToolCallRow) -> Value {
     let diffs: Vec<_> = call
         .content
@@ -195,12 +195,9 @@ fn tool_call_detail(call: &ToolCallRow) -> Value {
         .filter(|item| item.get("type").and_then(Value::as_str) == Some("diff"))
         .map(diff_view)
         .collect();
-    let mut value = json!(call);
+    let mut value = call.detail_json();
     cut_strings(&mut value, DETAIL_BYTES);
-    if let Some(object) = value.as_object_mut() {
-        object.insert("duration_us".into(), json!(call.duration_us()));
-        object.insert("diffs".into(), json!(diffs));
-    }
+    value["diffs"] = json!(diffs);
     value
 }
 
@@ -252,12 +249,10 @@ pub(super) async fn turn(
                 .checked_sub(1)
                 .ok_or_else(|| anyhow::anyhow!("no turn 0: turns are numbered from 1"))?;
             show::for_each_turn(r, &session, at..at + 1, |t| found = Some(t))?;
-            let turn = found.ok_or_else(|| anyhow::anyhow!("no turn {index}"))?;
-            let items = item_details(&turn.items);
-            let mut value = turn_row(&turn);
-            value["prompt"] = json!(cut(&turn.prompt, DETAIL_BYTES).0);
-            value["error"] = json!(turn.error);
-            value["items"] = json!(items);
+            let mut turn = found.ok_or_else(|| anyhow::anyhow!("no turn {index}"))?;
+            turn.prompt = cut(&turn.prompt, DETAIL_BYTES).0.to_string();
+            let (mut value, items) = turn_fields(turn);
+            value["items"] = json!(item_details(&items));
             Ok(value)
         })
         .await,
@@ -290,17 +285,15 @@ pub(super) async fn tool_calls(
                 kind: given(query.kind),
                 text: given(query.q),
             };
-            let page = pages::tool_calls(r, &session, &filter, paging.offset(), paging.limit())?;
-            Ok(page.map(|call| {
-                json!({
-                    "tool_call_id": call.tool_call_id,
-                    "title": call.title.as_deref().map(|t| preview(t, PREVIEW_CHARS)),
-                    "kind": call.kind,
-                    "status": call.status,
-                    "first_seen_at": call.first_seen_at,
-                    "duration_us": call.duration_us(),
-                    "paths": call.paths().iter().take(5).collect::<Vec<_>>(),
-                })
+            let page = pages::tool_calls(r, &session, &filter, &paging.request())?;
+            // The list's row (`ToolCallRow::into_list_json`): its title previewed, five paths.
+            Ok(page.map(|mut call| {
+                call.title = call.title.as_deref().map(|t| preview(t, PREVIEW_CHARS));
+                let mut row = call.into_list_json();
+                if let Some(Value::Array(paths)) = row.get_mut("paths") {
+                    paths.truncate(5);
+                }
+                row
             }))
         })
         .await,
@@ -315,7 +308,7 @@ pub(super) async fn tool_call(
     respond(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
-            let call = queries::tool_call(r, &session, &id)?
+            let call = query::tool_call(r, &session, &id)?
                 .ok_or_else(|| anyhow::anyhow!("no tool call {id}"))?;
             let mut value = tool_call_detail(&call);
             value["permissions"] = json!(pages::permission_requests_of_call(r, &session, &id)?);
@@ -333,8 +326,7 @@ pub(super) async fn permissions(
     respond(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
-            let mut page =
-                pages::permission_requests(r, &session, paging.offset(), paging.limit())?;
+            let mut page = pages::permission_requests(r, &session, &paging.request())?;
             for item in &mut page.items {
                 let cut = |text: &mut Option<String>| {
                     *text = text.as_deref().map(|t| preview(t, PREVIEW_CHARS));
@@ -374,19 +366,15 @@ pub(super) async fn lines(
                 method: given(query.method),
                 text: given(query.q).map(String::into_bytes),
             };
-            let page = pages::lines(r, connection, &filter, paging.offset(), paging.limit())?;
+            let page = pages::lines(r, connection, &filter, &paging.request())?;
+            // The line's row (`MessageRow`'s `Serialize`, its strings cut) and the start of
+            // the line.
             Ok(page.map(|m| {
                 let head = &m.raw[..m.raw.len().min(PREVIEW_CHARS * 4)];
-                json!({
-                    "seq": m.seq,
-                    "ts": m.ts,
-                    "direction": m.direction,
-                    "kind": m.kind,
-                    "method": m.method,
-                    "size": m.size,
-                    "truncated": m.truncated,
-                    "preview": preview(&String::from_utf8_lossy(head), PREVIEW_CHARS),
-                })
+                let mut row = json!(m);
+                cut_strings(&mut row, PREVIEW_CHARS);
+                row["preview"] = json!(preview(&String::from_utf8_lossy(head), PREVIEW_CHARS));
+                row
             }))
         })
         .await,
@@ -405,23 +393,14 @@ pub(super) async fn line(
                 pages::line(r, connection, seq)?.ok_or_else(|| anyhow::anyhow!("no line {seq}"))?;
             let text = String::from_utf8_lossy(&m.raw);
             let (kept, was_cut) = cut(&text, DETAIL_BYTES);
-            Ok(json!({
-                "seq": m.seq,
-                "ts": m.ts,
-                "direction": m.direction,
-                "kind": m.kind,
-                "method": m.method,
-                "rpc_id": m.rpc_id,
-                "reply_to_seq": m.reply_to_seq,
-                "size": m.size,
-                "truncated": m.truncated,
-                "origin": m.origin,
-                "forwarded": m.forwarded,
-                "text": kept,
-                "cut": was_cut,
-                // A last line without its `\n` (the agent ended without one) is kept so.
-                "line_ending": m.raw.ends_with(b"\n"),
-            }))
+            // The line's row (`MessageRow`'s `Serialize`, its strings cut) and the line.
+            let mut value = json!(m);
+            cut_strings(&mut value, DETAIL_BYTES);
+            value["text"] = json!(kept);
+            value["cut"] = json!(was_cut);
+            // A last line without its `\n` (the agent ended without one) is kept so.
+            value["line_ending"] = json!(m.raw.ends_with(b"\n"));
+            Ok(value)
         })
         .await,
     )
@@ -445,7 +424,7 @@ pub(super) async fn download(
         let (body, content_type) = match file.as_str() {
             "report.html" => {
                 let per = crate::inspect::report::TURNS_PER_PAGE;
-                let turns = queries::session_summary_of(r, &session)?.turns.max(1) as usize;
+                let turns = query::session_summary_of(r, &session)?.turns.max(1) as usize;
                 let pages = turns.div_ceil(per);
                 let page = match query.page.unwrap_or(1) {
                     n @ 1.. if n <= pages => n - 1,

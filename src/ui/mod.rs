@@ -29,8 +29,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::record::Reader;
-use crate::record::queries;
+use crate::query;
+use crate::query::Reader;
 
 /// The token's length in random bytes (written as hex).
 const TOKEN_BYTES: usize = 32;
@@ -280,7 +280,7 @@ fn watch_lines(db: PathBuf) -> tokio::sync::watch::Receiver<i64> {
             let count = tokio::task::spawn_blocking(move || {
                 Reader::open(&db)
                     .ok()
-                    .and_then(|r| queries::message_count(&r).ok())
+                    .and_then(|r| query::message_count(&r).ok())
             })
             .await
             .ok()

@@ -163,7 +163,7 @@ fn every_tool_answers_as_the_commands_do() {
         ids
     };
     assert_eq!(
-        ids(&listed["items"], "session"),
+        ids(&listed["items"], "session_id"),
         ids(&sessions, "session_id")
     );
 
@@ -245,7 +245,7 @@ fn every_tool_answers_as_the_commands_do() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|hit| hit["session"] == CLAUDE),
+            .any(|hit| hit["session_id"] == CLAUDE),
         "{found}"
     );
 

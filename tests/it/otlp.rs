@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use acptap::record::Reader;
-use acptap::record::queries::{self, resolve_session};
+use acptap::query::Reader;
+use acptap::query::{self, resolve_session};
 
 use std::ffi::OsStr;
 
@@ -167,7 +167,7 @@ fn check_in_phoenix(phoenix: &Phoenix, sb: &Sandbox, sample: &str) -> Vec<Span> 
         );
     }
     // Every tool call and every decision, with who decided.
-    let calls = queries::session_tool_calls(&reader, &session).unwrap();
+    let calls = query::session_tool_calls(&reader, &session).unwrap();
     for call in &calls {
         assert!(
             spans
@@ -178,7 +178,7 @@ fn check_in_phoenix(phoenix: &Phoenix, sb: &Sandbox, sample: &str) -> Vec<Span> 
             call.tool_call_id
         );
     }
-    let permissions = queries::permission_requests(&reader, &session).unwrap();
+    let permissions = query::permission_requests(&reader, &session).unwrap();
     let decided: Vec<&str> = spans
         .iter()
         .filter(|s| s["name"] == "acp.permission")
@@ -540,8 +540,8 @@ fn a_policy_decision_reaches_phoenix_with_its_rule_and_hash() {
         .arg(&policy)
         .args(["--otlp", &format!("http://127.0.0.1:{}", phoenix.port)])
         .arg("--")
-        .arg(crate::util::acptap_bin())
-        .args(["bench-peer", "tools", "3"])
+        .arg(env!("CARGO_BIN_EXE_acptap-bench"))
+        .args(["peer", "tools", "3"])
         .env("XDG_CONFIG_HOME", sb.dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -564,7 +564,7 @@ fn a_policy_decision_reaches_phoenix_with_its_rule_and_hash() {
 
     let reader = Reader::open(&sb.db()).unwrap();
     let session = resolve_session(&reader, "last").unwrap();
-    let permissions = queries::permission_requests(&reader, &session).unwrap();
+    let permissions = query::permission_requests(&reader, &session).unwrap();
     assert_eq!(permissions.len(), 3);
     let hash = permissions[0].policy_hash.clone().expect("a policy hash");
     let model = session_spans(&reader, &session, Default::default()).unwrap();

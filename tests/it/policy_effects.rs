@@ -20,7 +20,7 @@ use std::process::{Command, Output, Stdio};
 use acptap::policy::{Decision, Verdict};
 use serde_json::json;
 
-use crate::policy_corpora::Scratch;
+use crate::policy_corpus_files::Scratch;
 
 /// What really running a command must do. Paths are written with the corpus placeholders
 /// (`${home}`, `${outside}`, `${project}`).

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use acptap::inspect::report;
-use acptap::record::Reader;
-use acptap::record::queries::resolve_session;
+use acptap::query::Reader;
+use acptap::query::resolve_session;
 use serde_json::{Value, json};
 
 use crate::util::{SAMPLES, Sandbox, fixture, import_hostile_session, import_lines, update};

@@ -5,8 +5,8 @@
 use std::collections::{HashMap, HashSet};
 
 use acptap::export::spans::{Attribute, Span, session_spans};
-use acptap::record::Reader;
-use acptap::record::queries::{self, resolve_session};
+use acptap::query::Reader;
+use acptap::query::{self, resolve_session};
 
 use crate::util::{SAMPLES, Sandbox, fixture};
 
@@ -60,7 +60,7 @@ fn every_sample_becomes_one_tree_with_every_call_and_decision() {
             }
         }
 
-        let calls = queries::session_tool_calls(&reader, &session).unwrap();
+        let calls = query::session_tool_calls(&reader, &session).unwrap();
         let tool_spans: HashSet<&str> = spans
             .iter()
             .filter(|s| text(s, "gen_ai.operation.name") == Some("execute_tool"))
@@ -70,7 +70,7 @@ fn every_sample_becomes_one_tree_with_every_call_and_decision() {
         assert_eq!(tool_spans, recorded, "{sample}: tool calls");
         checked_calls += recorded.len();
 
-        let permissions = queries::permission_requests(&reader, &session).unwrap();
+        let permissions = query::permission_requests(&reader, &session).unwrap();
         let permission_spans: Vec<&Span> = spans
             .iter()
             .filter(|s| s.name == "acp.permission")
@@ -98,7 +98,7 @@ fn every_sample_becomes_one_tree_with_every_call_and_decision() {
                 "{sample}: a permission span's parent"
             );
         }
-        let turns = queries::turns(&reader, &session).unwrap();
+        let turns = query::turns(&reader, &session).unwrap();
         let turn_spans = spans
             .iter()
             .filter(|s| text(s, "gen_ai.operation.name") == Some("invoke_agent"))
@@ -106,7 +106,7 @@ fn every_sample_becomes_one_tree_with_every_call_and_decision() {
         assert_eq!(turn_spans, turns.len(), "{sample}: turns");
 
         // Every fs/* and terminal/* request of the agent, with its method and path.
-        let requests = queries::client_requests(&reader, &session).unwrap();
+        let requests = query::client_requests(&reader, &session).unwrap();
         let request_spans: Vec<&Span> = spans
             .iter()
             .filter(|s| text(s, "acp.client_request.method").is_some())
@@ -276,7 +276,7 @@ fn tool_content_only_when_asked_and_redacted_like_the_database() {
 #[test]
 fn windows_of_the_recording_add_up_to_the_whole_export() {
     use acptap::export::spans::SpanOptions;
-    use acptap::record::queries::Window;
+    use acptap::query::Window;
     for sample in SAMPLES {
         let sb = Sandbox::new();
         sb.acptap(&["import", fixture(sample).to_str().unwrap()]);
@@ -314,14 +314,14 @@ fn windows_of_the_recording_add_up_to_the_whole_export() {
 /// (at the end) the unanswered ones.
 #[test]
 fn requests_to_the_client_read_from_a_message_id_are_those_answered_since() {
-    use acptap::record::queries::Window;
+    use acptap::query::Window;
     let mut checked = 0;
     for sample in SAMPLES {
         let sb = Sandbox::new();
         sb.acptap(&["import", fixture(sample).to_str().unwrap()]);
         let reader = Reader::open(&sb.db()).unwrap();
         let session = resolve_session(&reader, "last").unwrap();
-        let all = queries::client_requests(&reader, &session).unwrap();
+        let all = query::client_requests(&reader, &session).unwrap();
         let conn = sb.conn();
         let answer_ids: HashMap<i64, i64> = conn
             .prepare("SELECT reply_to_seq, id FROM messages WHERE direction = 'c2a' AND kind = 'response' AND reply_to_seq IS NOT NULL")
@@ -340,7 +340,7 @@ fn requests_to_the_client_read_from_a_message_id_are_those_answered_since() {
                     open,
                     from_message_id: Some(cut),
                 };
-                let got: Vec<i64> = queries::client_requests_in(&reader, &session, window)
+                let got: Vec<i64> = query::client_requests_in(&reader, &session, window)
                     .unwrap()
                     .iter()
                     .map(|r| r.seq)

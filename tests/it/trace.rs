@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use acptap::export::trace;
-use acptap::record::Reader;
+use acptap::query::Reader;
 use serde_json::{Value, json};
 
 use crate::util::{SAMPLES, Sandbox, fixture};

@@ -565,7 +565,22 @@ fn recorded_markup_is_text_on_every_page() {
 fn a_sixty_thousand_turn_session_opens_and_scrolls_to_its_end() {
     let sb = Sandbox::new();
     let transcript = sb.path("long.jsonl");
-    let lines = acptap::bench_read::session(0, 60_000, &transcript).unwrap();
+    // The read benchmark writes it (`acptap-bench session`), and prints its line count.
+    let written = Command::new(env!("CARGO_BIN_EXE_acptap-bench"))
+        .args(["session", "--turns", "60000", "-o"])
+        .arg(&transcript)
+        .output()
+        .unwrap();
+    assert!(
+        written.status.success(),
+        "{}",
+        String::from_utf8_lossy(&written.stderr)
+    );
+    let lines: usize = String::from_utf8(written.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     sb.acptap(&["import", transcript.to_str().unwrap()]);
     let ui = start(&sb);
     let url = format!(

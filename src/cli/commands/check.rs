@@ -5,8 +5,8 @@ use anyhow::Context;
 
 use crate::check::output::{self, Checked};
 use crate::check::{self, Direction, Line, Severity};
-use crate::record::Reader;
-use crate::record::queries;
+use crate::query;
+use crate::query::Reader;
 
 use super::super::config::Config;
 use super::super::{CheckArgs, DiffArgs, json_text, print, write_private};
@@ -16,9 +16,9 @@ type Lines = Vec<(i64, Direction, Vec<u8>)>;
 
 /// A recorded connection's lines.
 fn recorded_lines(reader: &Reader, connection_id: i64) -> anyhow::Result<Lines> {
-    Ok(queries::connection_lines(reader, connection_id)?
+    Ok(query::connection_lines(reader, connection_id)?
         .into_iter()
-        .filter_map(|l| Some((l.seq, Direction::of_recorded(&l.direction)?, l.raw)))
+        .filter_map(|l| Some((l.seq, Some(l.direction).filter(|d| d.is_protocol())?, l.raw)))
         .collect())
 }
 
@@ -30,7 +30,8 @@ fn transcript_lines(path: &std::path::Path) -> anyhow::Result<Lines> {
         .with_context(|| format!("{} is not a transcript", path.display()))?;
     let mut lines = Vec::new();
     for (i, record) in records.iter().enumerate() {
-        let Some(direction) = Direction::of_recorded(&record.dir) else {
+        let Some(direction) = Direction::from_recorded(&record.dir).filter(|d| d.is_protocol())
+        else {
             continue;
         };
         let bytes = record
@@ -87,7 +88,7 @@ pub(in crate::cli) fn check(args: CheckArgs, config: &Config) -> anyhow::Result<
             reader = Some(args.db.read()?);
         }
         let reader = reader.as_ref().expect("opened above");
-        let session = queries::resolve_session(reader, source)?;
+        let session = query::resolve_session(reader, source)?;
         let lines = recorded_lines(reader, session.connection_id)?;
         results.push(checked(session.session_id, &lines, config));
     }
@@ -148,7 +149,7 @@ fn shape_of(
     source: &str,
     args: &DiffArgs,
     which: &str,
-) -> anyhow::Result<crate::record::compare::Shape> {
+) -> anyhow::Result<crate::query::compare::Shape> {
     let path = std::path::Path::new(source);
     if path.is_file() {
         let text = std::fs::read_to_string(path)
@@ -175,22 +176,22 @@ fn shape_of(
         )?;
         drop(store);
         let reader = Reader::open(&scratch.0)?;
-        let session = queries::announced_sessions(&reader, connection_id)?
+        let session = query::announced_sessions(&reader, connection_id)?
             .into_iter()
             .next()
             .ok_or_else(|| anyhow::anyhow!("{}: the transcript has no session", path.display()))?;
-        let session = queries::SessionRef {
+        let session = query::SessionRef {
             connection_id,
             session_id: session,
         };
-        return Ok(crate::record::compare::shape(&reader, &session)?);
+        return Ok(crate::query::compare::shape(&reader, &session)?);
     }
     if source.ends_with(".jsonl") {
         anyhow::bail!("{source}: no such file (a transcript, as `acptap export` writes them)");
     }
     let reader = args.db.read()?;
-    let session = queries::resolve_session(&reader, source)?;
-    Ok(crate::record::compare::shape(&reader, &session)?)
+    let session = query::resolve_session(&reader, source)?;
+    Ok(crate::query::compare::shape(&reader, &session)?)
 }
 
 /// `acptap diff`.
@@ -198,7 +199,7 @@ pub(in crate::cli) fn diff(args: DiffArgs, _config: &Config) -> anyhow::Result<i
     let a = shape_of(&args.a, &args, "a")?;
     let b = shape_of(&args.b, &args, "b")?;
     let threshold = i64::try_from(args.timing.as_micros()).unwrap_or(i64::MAX);
-    let differences = crate::record::compare::compare(&a, &b, threshold);
+    let differences = crate::query::compare::compare(&a, &b, threshold);
     if args.json {
         print(&format!(
             "{}\n",
@@ -210,7 +211,7 @@ pub(in crate::cli) fn diff(args: DiffArgs, _config: &Config) -> anyhow::Result<i
             }))?
         ))?;
     } else {
-        print(&crate::record::compare::render(&a, &b, &differences))?;
+        print(&crate::query::compare::render(&a, &b, &differences))?;
     }
     Ok(if differences.is_empty() { 0 } else { 1 })
 }

@@ -1,6 +1,6 @@
 //! Keeping a database: `prune`, `migrate`, `vacuum`.
 
-use crate::record::queries;
+use crate::query;
 
 use super::super::config::Config;
 use super::super::{DbOnlyArgs, PruneArgs, microseconds_before_now, print};
@@ -9,7 +9,7 @@ use super::super::{DbOnlyArgs, PruneArgs, microseconds_before_now, print};
 pub(in crate::cli) fn prune(args: PruneArgs, _config: &Config) -> anyhow::Result<i32> {
     use std::io::IsTerminal;
     let before = microseconds_before_now(args.older_than);
-    let candidates = queries::prunable_connections(&args.db.read()?, before)?;
+    let candidates = query::prunable_connections(&args.db.read()?, before)?;
     let cutoff = crate::inspect::format_time(before);
     let mut listing = String::new();
     for c in &candidates {

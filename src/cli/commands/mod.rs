@@ -1,7 +1,6 @@
 //! One file per command (or family of commands): each builds what it needs from its arguments
 //! and the config file, calls the library, and prints.
 
-pub(super) mod bench;
 pub(super) mod check;
 pub(super) mod maintenance;
 pub(super) mod redact;

@@ -4,7 +4,7 @@
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::record::queries;
+use crate::query;
 
 use super::super::config::Config;
 use super::super::{RedactCheckArgs, print, print_json};
@@ -72,10 +72,10 @@ pub(in crate::cli) fn check(args: RedactCheckArgs, config: &Config) -> anyhow::R
             );
         }
         let reader = args.db.read()?;
-        let session = queries::resolve_session(&reader, &args.target)?;
-        queries::connection_lines(&reader, session.connection_id)?
+        let session = query::resolve_session(&reader, &args.target)?;
+        query::connection_lines(&reader, session.connection_id)?
             .into_iter()
-            .map(|l| (l.seq, Some(l.direction), l.raw))
+            .map(|l| (l.seq, Some(l.direction.as_str().to_owned()), l.raw))
             .collect()
     } else {
         file_lines(path)?

@@ -1,6 +1,6 @@
 //! `acptap replay`: a recording played as the agent or as the client.
 
-use crate::record::queries;
+use crate::query;
 
 use super::super::config::Config;
 use super::super::{FsSource, ReplayArgs, ReplayRole, SessionIds, print};
@@ -8,7 +8,7 @@ use super::super::{FsSource, ReplayArgs, ReplayRole, SessionIds, print};
 /// `acptap replay`.
 pub(in crate::cli) fn replay(args: ReplayArgs, _config: &Config) -> anyhow::Result<i32> {
     let reader = args.db.read()?;
-    let session = queries::resolve_session(&reader, &args.session)?;
+    let session = query::resolve_session(&reader, &args.session)?;
     let script = crate::replay::script::load(&reader, session.connection_id)?;
     match args.role {
         ReplayRole::Agent => {

@@ -2,9 +2,9 @@
 
 use anyhow::Context;
 
-use crate::record::Reader;
+use crate::query;
+use crate::query::Reader;
 use crate::record::Store;
-use crate::record::queries;
 
 use super::super::config::Config;
 use super::super::{ExportArgs, ExportFormat, ImportArgs, print, write_private};
@@ -12,7 +12,7 @@ use super::super::{ExportArgs, ExportFormat, ImportArgs, print, write_private};
 /// `acptap export`.
 pub(in crate::cli) fn export(args: ExportArgs, config: &Config) -> anyhow::Result<i32> {
     let reader = args.db.read()?;
-    let session = queries::resolve_session(&reader, &args.session)?;
+    let session = query::resolve_session(&reader, &args.session)?;
     let lines = match args.format {
         ExportFormat::Jsonl => crate::export::transcript::export(&reader, session.connection_id)?
             .iter()
@@ -101,7 +101,7 @@ pub(in crate::cli) fn import(args: ImportArgs, config: &Config) -> anyhow::Resul
     )?;
     drop(store);
     // The session ids the file announced: untrusted, so made safe (and cut) for the terminal.
-    let sessions: Vec<String> = queries::list_sessions(&Reader::open(&path)?, usize::MAX >> 1)?
+    let sessions: Vec<String> = query::list_sessions(&Reader::open(&path)?, usize::MAX >> 1)?
         .into_iter()
         .filter(|s| s.connection_id == connection_id)
         .map(|s| {

@@ -7,9 +7,9 @@ use anyhow::Context;
 
 use crate::inspect;
 use crate::inspect::show;
-use crate::record::Reader;
-use crate::record::queries;
-use crate::record::queries::ToolFilter;
+use crate::query;
+use crate::query::Reader;
+use crate::query::ToolFilter;
 
 use super::super::config::Config;
 use super::super::{
@@ -20,7 +20,7 @@ use super::super::{
 /// `acptap sessions`.
 pub(in crate::cli) fn sessions(args: SessionsArgs, _config: &Config) -> anyhow::Result<i32> {
     let reader = args.db.read()?;
-    let sessions = queries::list_sessions(&reader, args.limit)?;
+    let sessions = query::list_sessions(&reader, args.limit)?;
     if args.json {
         print_json(&sessions)?;
     } else if sessions.is_empty() {
@@ -34,7 +34,7 @@ pub(in crate::cli) fn sessions(args: SessionsArgs, _config: &Config) -> anyhow::
 /// `acptap show`.
 pub(in crate::cli) fn show(args: ShowArgs, _config: &Config) -> anyhow::Result<i32> {
     let reader = args.db.read()?;
-    let session = queries::resolve_session(&reader, &args.session)?;
+    let session = query::resolve_session(&reader, &args.session)?;
     // Written a turn at a time, as the turns are read: a session of any length takes the memory
     // of one turn.
     let head = show::head(&reader, &session)?;
@@ -81,9 +81,9 @@ pub(in crate::cli) fn tools(args: ToolsArgs, _config: &Config) -> anyhow::Result
     let session = args
         .session
         .as_deref()
-        .map(|s| queries::resolve_session(&reader, s))
+        .map(|s| query::resolve_session(&reader, s))
         .transpose()?;
-    let rows = queries::tool_calls(
+    let rows = query::tool_calls(
         &reader,
         &ToolFilter {
             session,
@@ -102,8 +102,8 @@ pub(in crate::cli) fn tools(args: ToolsArgs, _config: &Config) -> anyhow::Result
 /// `acptap report`.
 pub(in crate::cli) fn report(args: ReportArgs, _config: &Config) -> anyhow::Result<i32> {
     let reader = args.db.read()?;
-    let session = queries::resolve_session(&reader, &args.session)?;
-    let total = queries::turns(&reader, &session)?.len();
+    let session = query::resolve_session(&reader, &args.session)?;
+    let total = query::turns(&reader, &session)?.len();
     if args.turns.start > 0 && args.turns.start >= total {
         eprintln!(
             "acptap: --turns {}-: session {} has {total} turn(s); give a range from 1 to {total}",
@@ -183,7 +183,7 @@ pub(in crate::cli) fn stats(args: StatsArgs, _config: &Config) -> anyhow::Result
     use crate::inspect::stats;
     let reader = args.db.read()?;
     let scope = match (&args.session, args.since) {
-        (Some(spec), _) => stats::Scope::Session(queries::resolve_session(&reader, spec)?),
+        (Some(spec), _) => stats::Scope::Session(query::resolve_session(&reader, spec)?),
         (None, Some(since)) => stats::Scope::Since(microseconds_before_now(since)),
         (None, None) => stats::Scope::Since(0),
     };
@@ -198,7 +198,7 @@ pub(in crate::cli) fn stats(args: StatsArgs, _config: &Config) -> anyhow::Result
 
 /// `acptap search`.
 pub(in crate::cli) fn search(args: SearchArgs, _config: &Config) -> anyhow::Result<i32> {
-    use crate::record::search::{Search, search};
+    use crate::query::search::{Search, search};
     if args.text.as_deref().is_some_and(|t| t.trim().is_empty()) {
         anyhow::bail!(
             "the search text is empty: give words to find, or only --tool, --status or --path"
@@ -216,14 +216,12 @@ pub(in crate::cli) fn search(args: SearchArgs, _config: &Config) -> anyhow::Resu
         })
         .transpose()?;
     if args.text.is_some() && args.db.path()?.exists() {
-        // Bring the index up to what is recorded (the first search of an old database indexes
-        // it all). A database this user cannot write is searched as it is indexed.
-        match args
-            .db
-            .open()
-            .and_then(|mut store| Ok(store.index_for_search()?))
-        {
-            Ok(_) => {}
+        // Bring the index up to what is recorded, through the index's own writer: it never
+        // migrates (an older database is refused below, with the fix, as by every view). A
+        // database this user cannot write is searched as it is indexed.
+        use crate::record::{StoreError, search_index};
+        match search_index::bring_up_to_date(&args.db.path()?) {
+            Ok(_) | Err(StoreError::Schema { .. }) => {}
             Err(e) => {
                 eprintln!("acptap: cannot update the search index ({e}); searching what it holds")
             }

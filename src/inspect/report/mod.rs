@@ -36,8 +36,9 @@ pub mod diff;
 
 use super::show::{self, Item, TurnView};
 use super::{format_duration, format_time, one_line, protocol_label};
-use crate::record::Reader;
-use crate::record::queries::{self, MessageRow, PermissionRow, SessionRef, ToolCallRow};
+use crate::protocol::{Direction, MessageKind};
+use crate::query::Reader;
+use crate::query::{self, MessageRow, PermissionRow, SessionRef, ToolCallRow};
 use diff::diff;
 
 /// Payloads longer than this (in bytes) are shown truncated, with an expander for the rest.
@@ -77,7 +78,7 @@ pub fn esc(text: &str) -> String {
 }
 
 /// What the policy said about a permission request, beyond `PermissionRow`.
-struct PolicyNote {
+struct PolicyRemark {
     decision: Option<String>,
     reason: Option<String>,
     shadow: bool,
@@ -96,7 +97,7 @@ pub fn render(
     turns: std::ops::Range<usize>,
 ) -> rusqlite::Result<String> {
     let timeline = show::timeline_of_turns(reader, session, turns.clone())?;
-    let all_turns = queries::turns(reader, session)?;
+    let all_turns = query::turns(reader, session)?;
     // The size of a page as asked (a short last page keeps its neighbours' size).
     let size = turns.end.saturating_sub(turns.start).max(1);
     let first = turns.start.min(all_turns.len());
@@ -121,12 +122,12 @@ pub fn render(
         })
         .collect();
     let mut calls = Vec::new();
-    let filter = queries::ToolFilter {
+    let filter = query::ToolFilter {
         session: Some(session.clone()),
-        ..queries::ToolFilter::default()
+        ..query::ToolFilter::default()
     };
     // The calls this page shows, and on the first page those outside any turn.
-    queries::for_each_tool_call(reader, &filter, |call| {
+    query::for_each_tool_call(reader, &filter, |call| {
         let outside = first == 0
             && call
                 .first_seq
@@ -135,16 +136,16 @@ pub fn render(
             calls.push(call);
         }
     })?;
-    let permissions: Vec<PermissionRow> = queries::permission_requests(reader, session)?
+    let permissions: Vec<PermissionRow> = query::permission_requests(reader, session)?
         .into_iter()
         .filter(|p| seqs.contains(&p.request_seq))
         .collect();
-    let notes: HashMap<i64, PolicyNote> = permissions
+    let notes: HashMap<i64, PolicyRemark> = permissions
         .iter()
         .map(|p| {
             (
                 p.request_seq,
-                PolicyNote {
+                PolicyRemark {
                     decision: p.policy_decision.clone(),
                     reason: p.policy_reason.clone(),
                     shadow: p.policy_shadow,
@@ -154,15 +155,15 @@ pub fn render(
         .collect();
     // The raw lines of a large connection are most of a report: the first MAX_MESSAGE_ROWS are
     // shown, and the rest are one `acptap export` away.
-    let messages = queries::connection_messages(
+    let messages = query::connection_messages(
         reader,
         session.connection_id,
         seqs.clone(),
         MAX_MESSAGE_ROWS,
     )?;
-    let message_count = queries::connection_message_count(reader, session.connection_id, seqs)?;
+    let message_count = query::connection_message_count(reader, session.connection_id, seqs)?;
     let (started_at, exit_signal) =
-        queries::connection_start_and_signal(reader, session.connection_id)?;
+        query::connection_start_and_signal(reader, session.connection_id)?;
 
     let page = Page {
         session,
@@ -267,7 +268,7 @@ struct Page<'a> {
     session: &'a SessionRef,
     /// Tool call id to the number in its anchor, `#tool-<n>`.
     call_anchor: HashMap<String, usize>,
-    notes: HashMap<i64, PolicyNote>,
+    notes: HashMap<i64, PolicyRemark>,
     /// The first message's time: message times are shown relative to it.
     base_ts: i64,
 }
@@ -304,7 +305,7 @@ impl Page<'_> {
     fn header(
         &self,
         out: &mut String,
-        s: &queries::SessionSummary,
+        s: &query::SessionSummary,
         started_at: Option<i64>,
         exit_signal: Option<i64>,
         message_count: i64,
@@ -391,7 +392,9 @@ impl Page<'_> {
                 }
                 out.push_str("</select></label>\n");
             };
-        select("Direction", "dir", &dirs, &|d| esc(direction_label(d)));
+        select("Direction", "dir", &dirs, &|d| {
+            esc(Direction::from_recorded(d).map_or(d, |d| direction_label(d)))
+        });
         select("Method", "method", &methods, &|m| esc(m));
         select("Tool kind", "kind", &kinds, &|k| {
             format!("{} {}", kind_icon(k), esc(k))
@@ -410,7 +413,7 @@ impl Page<'_> {
         &self,
         out: &mut String,
         view: &TurnView,
-        turn: &queries::Turn,
+        turn: &query::Turn,
         shown_calls: &mut HashSet<String>,
         shown_permissions: &mut HashSet<i64>,
     ) {
@@ -864,17 +867,17 @@ impl Page<'_> {
                 "<tr class=\"row msg {}{}\" id=\"msg-{}\" data-dir=\"{}\" data-method=\"{}\">\
                  <td class=\"seq\"><a href=\"#msg-{}\">{}</a></td><td title=\"{} UTC\">+{:.3}s</td>\
                  <td>{}</td><td>{}</td><td>{}",
-                direction_class(&m.direction),
+                direction_class(m.direction),
                 if other_session { " other" } else { "" },
                 m.seq,
-                esc(&m.direction),
+                m.direction.as_str(),
                 esc(m.method.as_deref().unwrap_or("")),
                 m.seq,
                 m.seq,
                 format_time(m.ts),
                 (m.ts - self.base_ts) as f64 / 1e6,
-                esc(direction_label(&m.direction)),
-                esc(&m.kind),
+                direction_label(m.direction),
+                m.kind.as_str(),
                 esc(m.method.as_deref().unwrap_or("")),
             );
             if other_session {
@@ -902,7 +905,7 @@ impl Page<'_> {
                     out,
                     "<a class=\"pair\" href=\"#msg-{response}\">→ #{response}</a>"
                 );
-            } else if m.kind == "request" {
+            } else if m.kind == MessageKind::Request {
                 out.push_str("<span class=\"warn\">no reply</span>");
             }
             let _ = write!(
@@ -1030,21 +1033,19 @@ fn status_class(status: &str) -> &'static str {
     }
 }
 
-fn direction_class(direction: &str) -> &'static str {
+fn direction_class(direction: Direction) -> &'static str {
     match direction {
-        "c2a" => "dir-c2a",
-        "a2c" => "dir-a2c",
-        "stderr" => "dir-stderr",
-        _ => "dir-other",
+        Direction::ClientToAgent => "dir-c2a",
+        Direction::AgentToClient => "dir-a2c",
+        Direction::Stderr => "dir-stderr",
     }
 }
 
-fn direction_label(direction: &str) -> &str {
+fn direction_label(direction: Direction) -> &'static str {
     match direction {
-        "c2a" => "client → agent",
-        "a2c" => "agent → client",
-        "stderr" => "agent stderr",
-        other => other,
+        Direction::ClientToAgent => "client → agent",
+        Direction::AgentToClient => "agent → client",
+        Direction::Stderr => "agent stderr",
     }
 }
 

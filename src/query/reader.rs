@@ -5,13 +5,13 @@
 //! migrates nothing, takes no lock beyond SQLite's shared read lock, and so works on a file the
 //! user cannot write and while any number of `acptap run` record into it (WAL). A database whose
 //! schema is older than this acptap's is refused with the fix (`acptap migrate`); every SQL
-//! statement of the views lives in `record/` (`queries.rs`), behind typed functions.
+//! statement of the views lives in this module (`query/`), behind typed functions.
 
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::store::{BUSY_TIMEOUT, StoreError, schema_version};
+use crate::record::store::{BUSY_TIMEOUT, StoreError, schema_version};
 
 pub struct Reader {
     conn: Connection,
@@ -70,7 +70,20 @@ impl Reader {
         &self.path
     }
 
-    /// The connection, for the typed queries of `record/`.
+    /// Runs `read` on one snapshot of the database: what other processes commit meanwhile is not
+    /// seen, so figures read one after the other agree with each other.
+    pub fn snapshot<T>(
+        &self,
+        read: impl FnOnce(&Reader) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        self.conn.execute_batch("BEGIN")?;
+        let read = read(self);
+        // A read transaction has nothing to keep: ending it cannot lose anything.
+        let _ = self.conn.execute_batch("COMMIT");
+        read
+    }
+
+    /// The connection, for the typed queries of this module.
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
     }

@@ -6,7 +6,7 @@ use rusqlite::params;
 use serde::Serialize;
 
 use super::Reader;
-use super::queries::SessionRef;
+use super::SessionRef;
 
 /// Which recordings to count.
 #[derive(Debug, Clone)]

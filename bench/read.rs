@@ -1,7 +1,7 @@
-//! `acptap bench --read`: the read side timed on a large database. It builds one (3 sessions of
-//! 20,000 tool turns each, `--quick`: 1 of 500), through the same import as `acptap import`, then
-//! runs each view as the user would (this binary, a child process) and reports its wall time and
-//! peak RSS (from `wait4`; it includes what the child shared with this process before `exec`,
+//! `acptap-bench --read`: the read side timed on a large database. It builds one (3 sessions of
+//! 20,000 tool turns each, `--quick`: 1 of 500) with `acptap import`, then runs each view as the
+//! user would (the `acptap` built beside this binary, a child process) and reports its wall time
+//! and peak RSS (from `wait4`; it includes what the child shared with this process before `exec`,
 //! which the `--version` row shows).
 
 use std::path::Path;
@@ -12,7 +12,7 @@ use anyhow::Context;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::record::transcript::TranscriptRecord;
+use acptap::record::transcript::TranscriptRecord;
 
 #[derive(Debug, Serialize)]
 pub struct ReadTiming {
@@ -34,7 +34,8 @@ pub struct ReadReport {
 /// Writes one session (`bench-read-INDEX`) of `turns` tool turns as a transcript: a prompt, an
 /// edit with a small diff, its permission request and answer, its completion, the turn's end.
 /// Returns the line count. Written as it goes, so this process stays small (a child's peak RSS
-/// starts from its parent's). The ui's browser test opens such a session of 60,000 turns.
+/// starts from its parent's). The ui's browser test opens such a session of 60,000 turns
+/// (`acptap-bench session --turns 60000 -o FILE`).
 pub fn session(index: usize, turns: usize, path: &Path) -> anyhow::Result<usize> {
     use std::io::Write as _;
     let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
@@ -131,19 +132,19 @@ fn timed(exe: &Path, args: &[&str]) -> anyhow::Result<(f64, f64, bool)> {
     ))
 }
 
-pub fn run(quick: bool) -> anyhow::Result<ReadReport> {
+/// The read side of the product binary at `exe`.
+pub fn run(exe: &Path, quick: bool) -> anyhow::Result<ReadReport> {
     let (sessions, turns) = if quick { (1, 500) } else { (3, 20_000) };
     let dir = std::env::temp_dir().join(format!("acptap-bench-read-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let db = dir.join("read.db");
-    let exe = std::env::current_exe()?;
     let mut lines = 0;
     for index in 0..sessions {
         let transcript = dir.join(format!("session{index}.jsonl"));
         lines += session(index, turns, &transcript)?;
         // Imported by a child, as a user would: this process stays small.
         let (_, _, ok) = timed(
-            &exe,
+            exe,
             &[
                 "import",
                 "--db",
@@ -176,7 +177,7 @@ pub fn run(quick: bool) -> anyhow::Result<ReadReport> {
         if command[0] != "--version" {
             args.extend(["--db", &db_arg]);
         }
-        let (seconds, peak_rss_mib, ok) = timed(&exe, &args)?;
+        let (seconds, peak_rss_mib, ok) = timed(exe, &args)?;
         timings.push(ReadTiming {
             command: command
                 .iter()

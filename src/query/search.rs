@@ -1,50 +1,11 @@
-//! `acptap search`: what the full-text index holds of a message, and the searches over it and
-//! over the tool calls. The index itself is written by `Store::index_for_search`.
+//! `acptap search`: the searches over the full-text index and over the tool calls. The index is
+//! written by the record side (`record::search_index`, through `Store::index_for_search`).
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::Reader;
 use rusqlite::params;
-
-/// Keys whose string values are ids or protocol words, not what anyone searches for.
-const NOT_TEXT: &[&str] = &[
-    "jsonrpc",
-    "method",
-    "sessionId",
-    "toolCallId",
-    "optionId",
-    "terminalId",
-    "sessionUpdate",
-    "type",
-    "kind",
-    "status",
-    "stopReason",
-    "mimeType",
-    "data",
-];
-
-/// The text of a recorded line for the index: every string value in its JSON (prompts, agent
-/// text, titles, commands, paths, diffs), one per line, except ids and protocol words; nothing
-/// for a line that is not JSON.
-pub fn searchable_text(raw: &[u8]) -> String {
-    fn walk(value: &Value, key: Option<&str>, out: &mut String) {
-        match value {
-            Value::String(text) if !key.is_some_and(|k| NOT_TEXT.contains(&k)) => {
-                out.push_str(text);
-                out.push('\n');
-            }
-            Value::Array(items) => items.iter().for_each(|v| walk(v, key, out)),
-            Value::Object(map) => map.iter().for_each(|(k, v)| walk(v, Some(k), out)),
-            _ => {}
-        }
-    }
-    let mut out = String::new();
-    if let Ok(value) = serde_json::from_slice::<Value>(raw) {
-        walk(&value, None, &mut out);
-    }
-    out
-}
 
 /// `text` as one FTS5 phrase: whatever the user typed, never FTS5 syntax.
 fn phrase(text: &str) -> String {
@@ -211,12 +172,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_index_holds_the_words_not_the_ids() {
-        let raw = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"tool_call","toolCallId":"c9","title":"Edit hello.py","kind":"edit","rawInput":{"command":"cargo test"}}}}"#;
-        let text = searchable_text(raw);
-        assert!(text.contains("Edit hello.py") && text.contains("cargo test"));
-        assert!(!text.contains("s-1") && !text.contains("c9") && !text.contains("session/update"));
-        assert_eq!(searchable_text(b"not json"), "");
+    fn a_search_is_one_phrase_never_fts5_syntax() {
         assert_eq!(phrase(r#"say "hi" OR x"#), r#""say ""hi"" OR x""#);
     }
 }

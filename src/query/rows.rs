@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::Reader;
+use crate::protocol::{Direction, MessageKind};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -124,7 +125,7 @@ fn connection_state(
     }
     let running = match (proxy_pid, identity) {
         (Some(pid), Some(recorded)) => {
-            super::store::process_identity(pid).is_some_and(|now| now == recorded)
+            crate::record::store::process_identity(pid).is_some_and(|now| now == recorded)
         }
         // Recorded before identities were: the pid is all there is.
         (Some(pid), None) => std::path::Path::new(&format!("/proc/{pid}")).exists(),
@@ -286,6 +287,47 @@ impl ToolCallRow {
     }
 }
 
+/// A tool call as the UI and MCP send it: the row's own `Serialize` (what `--json` prints), and
+/// beside its fields what it derives, `duration_us` and `paths` (written here only).
+impl ToolCallRow {
+    /// The fields a list leaves out, for a detail to give: the large ones.
+    pub const LARGE_FIELDS: [&'static str; 4] = ["content", "locations", "raw_input", "raw_output"];
+
+    /// The whole row with what it derives: a detail.
+    pub fn detail_json(&self) -> Value {
+        let mut value = serde_json::json!(self);
+        self.add_derived(&mut value, self.paths());
+        value
+    }
+
+    /// The row without its large fields ([`Self::LARGE_FIELDS`]), with what it derives: a row
+    /// of a list. By value, so that a large field is dropped, never copied.
+    pub fn into_list_json(mut self) -> Value {
+        let paths = self.paths();
+        for large in [
+            &mut self.content,
+            &mut self.locations,
+            &mut self.raw_input,
+            &mut self.raw_output,
+        ] {
+            *large = None;
+        }
+        let mut value = serde_json::json!(self);
+        if let Some(object) = value.as_object_mut() {
+            object.retain(|key, _| !Self::LARGE_FIELDS.contains(&key.as_str()));
+        }
+        self.add_derived(&mut value, paths);
+        value
+    }
+
+    fn add_derived(&self, value: &mut Value, paths: Vec<String>) {
+        if let Some(object) = value.as_object_mut() {
+            object.insert("duration_us".into(), self.duration_us().into());
+            object.insert("paths".into(), paths.into());
+        }
+    }
+}
+
 /// Every tool call of one session, in order of first appearance.
 pub fn session_tool_calls(
     reader: &Reader,
@@ -305,7 +347,7 @@ pub fn session_tool_calls(
 pub struct ConnectionLine {
     pub seq: i64,
     pub ts: i64,
-    pub direction: String,
+    pub direction: Direction,
     pub raw: Vec<u8>,
     pub origin: String,
     pub forwarded: bool,
@@ -325,7 +367,7 @@ pub fn connection_lines(
         Ok(ConnectionLine {
             seq: r.get(0)?,
             ts: r.get(1)?,
-            direction: r.get(2)?,
+            direction: direction_at(r, 2)?,
             raw: r.get(3)?,
             origin: r.get(4)?,
             forwarded: r.get(5)?,
@@ -840,8 +882,8 @@ pub(super) fn permission_rows(
 pub struct SessionLine {
     pub seq: i64,
     pub ts: i64,
-    pub direction: String,
-    pub kind: String,
+    pub direction: Direction,
+    pub kind: MessageKind,
     pub method: Option<String>,
     /// `None` for the lines that name no session but may be about this one (see
     /// [`for_each_session_line`]).
@@ -882,8 +924,8 @@ pub fn for_each_session_line(
         each(SessionLine {
             seq: r.get(0)?,
             ts: r.get(1)?,
-            direction: r.get(2)?,
-            kind: r.get(3)?,
+            direction: direction_at(r, 2)?,
+            kind: kind_at(r, 3)?,
             method: r.get(4)?,
             session_id: r.get(5)?,
             raw: r.get(6)?,
@@ -926,7 +968,7 @@ pub fn cancelled_request(
     reader: &Reader,
     connection_id: i64,
     cancel_seq: i64,
-    direction: &str,
+    direction: Direction,
     rpc_id: &str,
 ) -> rusqlite::Result<Option<RequestRef>> {
     reader
@@ -937,13 +979,16 @@ pub fn cancelled_request(
                AND rpc_id = ?4
              ORDER BY seq DESC LIMIT 1",
         )?
-        .query_row(params![connection_id, cancel_seq, direction, rpc_id], |r| {
-            Ok(RequestRef {
-                seq: r.get(0)?,
-                method: r.get(1)?,
-                session_id: r.get(2)?,
-            })
-        })
+        .query_row(
+            params![connection_id, cancel_seq, direction.as_str(), rpc_id],
+            |r| {
+                Ok(RequestRef {
+                    seq: r.get(0)?,
+                    method: r.get(1)?,
+                    session_id: r.get(2)?,
+                })
+            },
+        )
         .optional()
 }
 
@@ -1061,16 +1106,18 @@ pub fn recorded_permissions(
     Ok(rows)
 }
 
-/// One recorded line of a connection, with everything the recorder stored about it.
-#[derive(Debug, Clone)]
+/// One recorded line of a connection, with everything the recorder stored about it. Its
+/// `Serialize` leaves the line itself out: a view shows it as text, cut to its measure.
+#[derive(Debug, Clone, Serialize)]
 pub struct MessageRow {
     pub seq: i64,
     pub ts: i64,
-    pub direction: String,
-    pub kind: String,
+    pub direction: Direction,
+    pub kind: MessageKind,
     pub method: Option<String>,
     pub rpc_id: Option<String>,
     pub size: i64,
+    #[serde(skip)]
     pub raw: Vec<u8>,
     pub reply_to_seq: Option<i64>,
     pub session_id: Option<String>,
@@ -1083,13 +1130,33 @@ pub struct MessageRow {
 pub(super) const MESSAGE_COLUMNS: &str = "seq, ts, direction, kind, method, rpc_id, size, raw, \
      reply_to_seq, session_id, origin, forwarded, truncated";
 
+/// Column `i`, a direction as the recorder writes it.
+fn direction_at(r: &Row, i: usize) -> rusqlite::Result<Direction> {
+    let name = r.get_ref(i)?.as_str()?;
+    Direction::from_recorded(name).ok_or_else(|| unknown_name(i, "direction", name))
+}
+
+/// Column `i`, a message kind as the recorder writes it.
+fn kind_at(r: &Row, i: usize) -> rusqlite::Result<MessageKind> {
+    let name = r.get_ref(i)?.as_str()?;
+    MessageKind::from_recorded(name).ok_or_else(|| unknown_name(i, "kind", name))
+}
+
+fn unknown_name(i: usize, what: &str, name: &str) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        i,
+        rusqlite::types::Type::Text,
+        format!("no acptap records a {what} {name:?}").into(),
+    )
+}
+
 /// A row of `SELECT {MESSAGE_COLUMNS}` as a `MessageRow`.
 pub(super) fn message_row(r: &Row) -> rusqlite::Result<MessageRow> {
     Ok(MessageRow {
         seq: r.get(0)?,
         ts: r.get(1)?,
-        direction: r.get(2)?,
-        kind: r.get(3)?,
+        direction: direction_at(r, 2)?,
+        kind: kind_at(r, 3)?,
         method: r.get(4)?,
         rpc_id: r.get(5)?,
         size: r.get(6)?,
@@ -1126,6 +1193,56 @@ pub fn connection_messages(
             message_row,
         )?
         .collect()
+}
+
+/// When a connection started (µs since the epoch); `None` when there is no such connection.
+pub fn connection_started_at(reader: &Reader, connection_id: i64) -> rusqlite::Result<Option<i64>> {
+    reader
+        .conn()
+        .query_row(
+            "SELECT started_at FROM connections WHERE id = ?1",
+            [connection_id],
+            |r| r.get(0),
+        )
+        .optional()
+}
+
+/// A JSON-RPC line of a connection (a message or a batch, either way), as the trace reads it.
+#[derive(Debug, Clone)]
+pub struct ProtocolLine {
+    pub ts: i64,
+    pub direction: Direction,
+    pub kind: MessageKind,
+    pub raw: Vec<u8>,
+    pub origin: String,
+    pub forwarded: bool,
+}
+
+/// Calls `each` with every JSON-RPC line of a connection (requests, responses, notifications,
+/// batches; not stderr, not invalid lines), in order, one at a time.
+pub fn for_each_protocol_line(
+    reader: &Reader,
+    connection_id: i64,
+    mut each: impl FnMut(ProtocolLine),
+) -> rusqlite::Result<()> {
+    let mut stmt = reader.conn().prepare(
+        "SELECT ts, direction, kind, raw, origin, forwarded FROM messages
+         WHERE connection_id = ?1 AND direction IN ('c2a', 'a2c')
+           AND kind IN ('request', 'response', 'notification', 'batch')
+         ORDER BY seq",
+    )?;
+    let mut rows = stmt.query([connection_id])?;
+    while let Some(r) = rows.next()? {
+        each(ProtocolLine {
+            ts: r.get(0)?,
+            direction: direction_at(r, 1)?,
+            kind: kind_at(r, 2)?,
+            raw: r.get(3)?,
+            origin: r.get(4)?,
+            forwarded: r.get(5)?,
+        });
+    }
+    Ok(())
 }
 
 /// When a connection started, and the signal that ended its agent (if one did).

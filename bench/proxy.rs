@@ -1,9 +1,10 @@
-//! `acptap bench`: the cost of the proxy, measured against a plain pipe.
+//! `acptap-bench`: the cost of the proxy, measured against a plain pipe.
 //!
 //! One run, one process tree: the same synthetic ACP traffic goes several ways between this
-//! process (the client) and `acptap bench-peer` (the agent): a plain pipe, a `cat | agent | cat`
+//! process (the client) and `acptap-bench peer` (the agent): a plain pipe, a `cat | agent | cat`
 //! relay, `acptap run --no-record`, `acptap run` recording into a fresh database, and the naive
-//! Python recorder (where python3 is). Workloads:
+//! Python recorder (where python3 is). `acptap` is the product binary built beside this one.
+//! Workloads:
 //!
 //! - **stream**: the agent writes N lines of 64 B, 1 KiB, 4 KiB and 1 MiB as fast as the client
 //!   reads them;
@@ -19,7 +20,7 @@
 //! batched insert of the same rows into a fresh database: the floor for recording.
 //!
 //! With `--conductor PATH`, every workload also runs through the official ACP conductor
-//! (`agent-client-protocol-conductor agent 'acptap bench-peer ...'`), without and with `--trace`,
+//! (`agent-client-protocol-conductor agent 'acptap-bench peer ...'`), without and with `--trace`,
 //! as a reference point. The conductor spawns its agent on the first `initialize` and
 //! re-serialises every message (and renumbers requests), so for its ways only: the client sends
 //! `initialize` first and times from the answer, the peer reports to a file (the conductor keeps
@@ -110,7 +111,7 @@ fn raw_id(line: &[u8]) -> anyhow::Result<&[u8]> {
     Ok(&line[start..end])
 }
 
-/// The agent side: `acptap bench-peer [--via-conductor REPORT] MODE ...`.
+/// The agent side: `acptap-bench peer [--via-conductor REPORT] MODE ...`.
 ///
 /// `--via-conductor REPORT`: the peer runs behind the ACP conductor, which starts it on the first
 /// `initialize`, keeps its stderr, and kills it when the client closes its end. So the peer
@@ -293,7 +294,8 @@ fn big_line_object(size: usize, fill: u8) -> Vec<u8> {
     line
 }
 
-/// The reference recorder, embedded so that `acptap bench` needs nothing beside itself.
+/// The reference recorder, embedded so that `acptap-bench` needs nothing beside itself and the
+/// `acptap` it measures.
 const NAIVE_RECORDER: &str = include_str!("naive_recorder.py");
 
 /// Whether `python3` runs here (the naive recorder's way is skipped otherwise).
@@ -319,12 +321,12 @@ pub enum Way {
     /// Recording, with `--otlp` to a collector that takes everything at once (a thread of the
     /// bench): the cost of live export on the data path.
     ProxyOtlp,
-    /// `agent-client-protocol-conductor agent 'acptap bench-peer ...'` (with `--conductor`).
+    /// `agent-client-protocol-conductor agent 'acptap-bench peer ...'` (with `--conductor`).
     Conductor,
     /// The same with `--trace FILE`.
     ConductorTrace,
-    /// `python3 naive_recorder.py --db FILE -- acptap bench-peer ...`: the naive Python recording
-    /// proxy (`src/naive_recorder.py`, from the project's shared reference), the line acptap's
+    /// `python3 naive_recorder.py --db FILE -- acptap-bench peer ...`: the naive Python recording
+    /// proxy (`bench/naive_recorder.py`, from the project's shared reference), the line acptap's
     /// recorder must clear. Run only where `python3` is.
     Naive,
 }
@@ -474,7 +476,10 @@ impl Drop for Watchdog {
 const CONDUCTOR_TIME_LIMIT: Duration = Duration::from_secs(60);
 
 struct Setup {
-    exe: PathBuf,
+    /// The product binary measured: `acptap run ...`.
+    proxy: PathBuf,
+    /// This binary: `peer` is the agent of every run.
+    peer: PathBuf,
     dir: PathBuf,
     policy: PathBuf,
     conductor: Option<PathBuf>,
@@ -581,20 +586,20 @@ impl Setup {
             return self.spawn_conductor(way, peer_args, db);
         }
         let mut command = match way {
-            Way::Pipe => Command::new(&self.exe),
+            Way::Pipe => Command::new(&self.peer),
             Way::Relay => {
                 let mut c = Command::new("sh");
-                c.arg("-c").arg(r#"cat | "$0" "$@" | cat"#).arg(&self.exe);
+                c.arg("-c").arg(r#"cat | "$0" "$@" | cat"#).arg(&self.peer);
                 c
             }
             Way::Naive => {
                 let script = self.naive.as_ref().context("python3 is not there")?;
                 let mut c = Command::new("python3");
-                c.arg(script).arg("--db").arg(db).arg("--").arg(&self.exe);
+                c.arg(script).arg("--db").arg(db).arg("--").arg(&self.peer);
                 c
             }
             _ => {
-                let mut c = Command::new(&self.exe);
+                let mut c = Command::new(&self.proxy);
                 c.arg("run").arg("--grace").arg("30s");
                 if way == Way::ProxyNoRecord {
                     c.arg("--no-record");
@@ -607,12 +612,12 @@ impl Setup {
                 if policy {
                     c.arg("--policy").arg(&self.policy);
                 }
-                c.arg("--").arg(&self.exe);
+                c.arg("--").arg(&self.peer);
                 c
             }
         };
         command
-            .arg("bench-peer")
+            .arg("peer")
             .args(peer_args)
             .env("XDG_CONFIG_HOME", &self.dir)
             .stdin(Stdio::piped())
@@ -622,14 +627,14 @@ impl Setup {
             .context("cannot start the bench peer")
     }
 
-    /// `CONDUCTOR [--trace FILE] agent 'acptap bench-peer --via-conductor REPORT ...'`, then the
+    /// `CONDUCTOR [--trace FILE] agent 'acptap-bench peer --via-conductor REPORT ...'`, then the
     /// `initialize` exchange that makes it start the agent. Returns once the answer is read.
     fn spawn_conductor(&self, way: Way, peer_args: &[&str], db: &Path) -> anyhow::Result<Child> {
         let conductor = self.conductor.as_ref().context("no --conductor given")?;
         let report = peer_report_path(db);
         let mut agent = vec![
-            shell_quote(&self.exe.to_string_lossy()),
-            "bench-peer".into(),
+            shell_quote(&self.peer.to_string_lossy()),
+            "peer".into(),
             "--via-conductor".into(),
             shell_quote(&report.to_string_lossy()),
         ];
@@ -725,9 +730,9 @@ impl Setup {
 /// Waits until `db` holds `count` messages; returns how long that took.
 fn recorder_lag(db: &Path, count: usize) -> Option<f64> {
     let started = Instant::now();
-    let reader = crate::record::Reader::open(db).ok()?;
+    let reader = acptap::query::Reader::open(db).ok()?;
     while started.elapsed() < Duration::from_secs(120) {
-        let n = crate::record::queries::message_count(&reader).unwrap_or(0);
+        let n = acptap::query::message_count(&reader).unwrap_or(0);
         if n as usize >= count {
             return Some(started.elapsed().as_secs_f64() * 1000.0);
         }
@@ -1138,8 +1143,8 @@ fn human(size: usize) -> String {
 /// A bare batched insert of `n` message rows of `size` bytes: the recording floor.
 fn sqlite_floor(dir: &Path, n: usize, size: usize) -> anyhow::Result<f64> {
     let path = dir.join("floor.db");
-    let mut store = crate::record::Store::open(&path)?;
-    let connection = store.begin_connection(&crate::record::ConnectionStart {
+    let mut store = acptap::record::Store::open(&path)?;
+    let connection = store.begin_connection(&acptap::record::ConnectionStart {
         label: None,
         command: vec!["floor".into()],
         cwd: None,
@@ -1147,10 +1152,10 @@ fn sqlite_floor(dir: &Path, n: usize, size: usize) -> anyhow::Result<f64> {
         started_at: 0,
         replay_of: None,
     })?;
-    let rows: Vec<crate::record::store::MessageRow> = (0..n)
+    let rows: Vec<acptap::record::store::LineToWrite> = (0..n)
         .map(|i| {
             let raw = bytes::Bytes::from(stream_line(i, size));
-            crate::record::store::MessageRow {
+            acptap::record::store::LineToWrite {
                 seq: i as i64,
                 ts: 0,
                 direction: "a2c",
@@ -1169,7 +1174,7 @@ fn sqlite_floor(dir: &Path, n: usize, size: usize) -> anyhow::Result<f64> {
         })
         .collect();
     let started = Instant::now();
-    for batch in rows.chunks(crate::record::MAX_BATCH) {
+    for batch in rows.chunks(acptap::record::MAX_BATCH) {
         store.write_batch(connection, batch)?;
     }
     Ok(n as f64 / started.elapsed().as_secs_f64())
@@ -1259,7 +1264,9 @@ fn conductor_version(path: &Path) -> anyhow::Result<String> {
     Ok(version.trim().to_owned())
 }
 
+/// The benchmark, of the product binary at `acptap`.
 pub fn run(
+    acptap: &Path,
     quick: bool,
     conductor: Option<&Path>,
     only: Option<&str>,
@@ -1285,7 +1292,8 @@ pub fn run(
     });
     let (collector_url, collector_counts) = start_collector()?;
     let setup = Setup {
-        exe: std::env::current_exe()?,
+        proxy: acptap.to_owned(),
+        peer: std::env::current_exe()?,
         dir: dir.clone(),
         policy,
         conductor: conductor.as_ref().map(|(path, _)| path.clone()),
@@ -1632,7 +1640,7 @@ pub fn render(report: &BenchReport) -> String {
             })
             .collect();
         out.push_str(&format!(
-            "\nconductor = {} ({}): `agent 'acptap bench-peer ...'`; conductortrace adds `--trace FILE`.\n\
+            "\nconductor = {} ({}): `agent 'acptap-bench peer ...'`; conductortrace adds `--trace FILE`.\n\
              Timed from its answer to `initialize`; its big line has object params (it rejects string params).\n\
              It re-serialises every message: its BYTES compare equal JSON values (json-equal), not bytes.\n",
             conductor.version,

@@ -1,33 +1,112 @@
-//! Paged reads of one session for a view that shows a window of a long list (`acptap ui`'s
-//! virtualised lists): a page of tool calls, permission requests or raw lines, with the count of
-//! all that match, so a 60,000-turn session is never read whole to show forty rows.
+//! The pager of every view that pages a list ([`PageRequest`], [`Page`]: the UI's lists and MCP's
+//! tools), and paged reads of one session for a view that shows a window of a long list
+//! (`acptap ui`'s virtualised lists): a page of tool calls, permission requests or raw lines,
+//! with the count of all that match, so a 60,000-turn session is never read whole to show forty
+//! rows.
 
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
 use super::Reader;
-use super::queries::{
+use super::{
     Columns, MESSAGE_COLUMNS, MessageRow, PermissionRow, RowRange, SessionRef, ToolCallRow, Window,
     for_each_tool_call_columns_where, message_row, permission_rows,
 };
 
-/// `limit` items from `offset` of the `total` that match.
+/// The page of a list a view asks for: `limit` rows from `offset`. The one pager of the views
+/// that page (the UI's lists, MCP's tools): a limit out of bounds is brought within them, and
+/// `note` says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    pub offset: usize,
+    pub limit: usize,
+    /// Why the limit is not the one asked for.
+    pub note: Option<String>,
+}
+
+impl PageRequest {
+    /// `limit` rows (`default` when none is asked for, at least 1 and at most `max`) from
+    /// `offset`.
+    pub fn new(offset: usize, limit: Option<usize>, default: usize, max: usize) -> PageRequest {
+        let (limit, note) = match limit {
+            Some(0) => (1, Some("limit is at least 1".to_owned())),
+            Some(n) if n > max => (
+                max,
+                Some(format!("limit {n} lowered to {max}: page with offset")),
+            ),
+            Some(n) => (n, None),
+            None => (default, None),
+        };
+        PageRequest {
+            offset,
+            limit,
+            note,
+        }
+    }
+
+    /// The page of `rows` (all that match, in order) asked for.
+    pub fn page_of<T>(&self, rows: impl ExactSizeIterator<Item = T>) -> Page<T> {
+        let total = rows.len();
+        Page::new(
+            self,
+            total,
+            rows.skip(self.offset).take(self.limit).collect(),
+        )
+    }
+
+    /// `LIMIT ?` and `OFFSET ?` of a statement.
+    fn sql(&self) -> (i64, i64) {
+        let sql = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        (sql(self.limit), sql(self.offset))
+    }
+}
+
+/// The `items` of a list from `offset`, of the `total` that match, and how many `more` follow
+/// (then `next_offset` is where they start).
 #[derive(Debug, Serialize)]
 pub struct Page<T> {
-    pub total: i64,
-    pub offset: i64,
+    pub total: usize,
+    pub offset: usize,
     pub items: Vec<T>,
+    pub more: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
+    /// Why the page is not the one asked for (the request's note, or the view's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl<T> Page<T> {
+    /// `items`, the page `request` asked for of the `total` that match.
+    pub fn new(request: &PageRequest, total: usize, items: Vec<T>) -> Page<T> {
+        let end = request.offset.saturating_add(items.len());
+        let more = total.saturating_sub(end);
+        Page {
+            total,
+            offset: request.offset,
+            items,
+            more,
+            next_offset: (more > 0).then_some(end),
+            note: request.note.clone(),
+        }
+    }
+
     /// The same page with each item made into what a view shows of it.
     pub fn map<U>(self, each: impl FnMut(T) -> U) -> Page<U> {
         Page {
             total: self.total,
             offset: self.offset,
             items: self.items.into_iter().map(each).collect(),
+            more: self.more,
+            next_offset: self.next_offset,
+            note: self.note,
         }
     }
+}
+
+/// A count of rows as a page's total.
+fn count(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(0)
 }
 
 /// Which tool calls a page lists; `None` matches every one.
@@ -45,8 +124,7 @@ pub fn tool_calls(
     reader: &Reader,
     session: &SessionRef,
     filter: &ToolCallFilter,
-    offset: i64,
-    limit: i64,
+    page: &PageRequest,
 ) -> rusqlite::Result<Page<ToolCallRow>> {
     let condition = "k.connection_id = ?1 AND k.session_id = ?2
            AND (?3 IS NULL OR k.status = ?3) AND (?4 IS NULL OR k.kind = ?4)
@@ -54,6 +132,7 @@ pub fn tool_calls(
                 OR (json_valid(k.locations) AND EXISTS (
                       SELECT 1 FROM json_each(k.locations) j
                       WHERE instr(lower(coalesce(j.value ->> '$.path', '')), lower(?5)) > 0)))";
+    let (limit, offset) = page.sql();
     let total = reader
         .conn()
         .prepare_cached(&format!(
@@ -86,11 +165,7 @@ pub fn tool_calls(
         ],
         |call| items.push(call),
     )?;
-    Ok(Page {
-        total,
-        offset,
-        items,
-    })
+    Ok(Page::new(page, count(total), items))
 }
 
 /// A permission request with the title of the tool call it asks about (the request's own v2
@@ -106,8 +181,7 @@ pub struct PermissionItem {
 pub fn permission_requests(
     reader: &Reader,
     session: &SessionRef,
-    offset: i64,
-    limit: i64,
+    page: &PageRequest,
 ) -> rusqlite::Result<Page<PermissionItem>> {
     let conn = reader.conn();
     let total = conn
@@ -117,6 +191,7 @@ pub fn permission_requests(
         .query_row(params![session.connection_id, session.session_id], |r| {
             r.get(0)
         })?;
+    let (limit, offset) = page.sql();
     let range = RowRange {
         limit,
         offset,
@@ -144,11 +219,7 @@ pub fn permission_requests(
             request,
         });
     }
-    Ok(Page {
-        total,
-        offset,
-        items,
-    })
+    Ok(Page::new(page, count(total), items))
 }
 
 /// Which raw lines a page lists; `None` matches every one.
@@ -167,10 +238,10 @@ pub fn lines(
     reader: &Reader,
     connection_id: i64,
     filter: &LineFilter,
-    offset: i64,
-    limit: i64,
+    page: &PageRequest,
 ) -> rusqlite::Result<Page<MessageRow>> {
     let conn = reader.conn();
+    let (limit, offset) = page.sql();
     let condition = "connection_id = ?1 AND (?2 IS NULL OR direction = ?2)
            AND (?3 IS NULL OR method = ?3) AND (?4 IS NULL OR instr(raw, ?4) > 0)";
     let filtered = filter.direction.is_some() || filter.method.is_some() || filter.text.is_some();
@@ -181,7 +252,7 @@ pub fn lines(
                 |r| r.get(0),
             )?
     } else {
-        super::queries::connection_message_count(reader, connection_id, 0..i64::MAX)?
+        super::connection_message_count(reader, connection_id, 0..i64::MAX)?
     };
     let items = conn
         .prepare_cached(&format!(
@@ -200,11 +271,7 @@ pub fn lines(
             message_row,
         )?
         .collect::<Result<_, _>>()?;
-    Ok(Page {
-        total,
-        offset,
-        items,
-    })
+    Ok(Page::new(page, count(total), items))
 }
 
 /// One recorded line of a connection, by its seq.
@@ -284,4 +351,43 @@ pub fn tool_call_facets(
             .collect()
     };
     Ok((distinct("kind")?, distinct("status")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_out_of_bounds_is_brought_within_them_and_said_so() {
+        let asked = |limit| PageRequest::new(3, limit, 20, 100);
+        assert_eq!((asked(None).limit, asked(None).note), (20, None));
+        assert_eq!((asked(Some(7)).limit, asked(Some(7)).note), (7, None));
+        assert_eq!(asked(Some(0)).limit, 1);
+        assert_eq!(asked(Some(0)).note.unwrap(), "limit is at least 1");
+        assert_eq!(asked(Some(1_000)).limit, 100);
+        assert_eq!(
+            asked(Some(1_000)).note.unwrap(),
+            "limit 1000 lowered to 100: page with offset"
+        );
+    }
+
+    #[test]
+    fn a_page_says_how_many_follow_and_where() {
+        let request = PageRequest::new(2, Some(3), 20, 100);
+        let page = request.page_of(0..10);
+        assert_eq!(page.items, [2, 3, 4]);
+        assert_eq!((page.total, page.offset, page.more), (10, 2, 5));
+        assert_eq!(page.next_offset, Some(5));
+        assert_eq!(
+            serde_json::to_string(&page).unwrap(),
+            r#"{"total":10,"offset":2,"items":[2,3,4],"more":5,"next_offset":5}"#
+        );
+        let last = PageRequest::new(8, Some(3), 20, 100).page_of(0..10);
+        assert_eq!(
+            (last.items.len(), last.more, last.next_offset),
+            (2, 0, None)
+        );
+        let beyond = PageRequest::new(usize::MAX, None, 20, 100).page_of(0..10);
+        assert_eq!((beyond.items.len(), beyond.more), (0, 0));
+    }
 }

@@ -1,0 +1,20 @@
+//! The read side: every read of a recording, for every view (show, report, stats, tail, search,
+//! diff, export, the UI, MCP, replay's script).
+//!
+//! A [`Reader`] opens a database read-only and refuses one whose schema is older than this build's
+//! (the views ask for `acptap migrate` instead of migrating). The rows are typed here
+//! (`rows.rs`); pages of them for the UI (`pages.rs`), the full-text and tool-call searches
+//! (`search.rs`), counts and durations (`stats.rs`), a live cursor (`follow.rs`), and the
+//! comparison of two sessions (`compare.rs`). Nothing here writes: the recorder and the
+//! maintenance commands write through `record::Store`.
+
+pub mod compare;
+pub mod follow;
+pub mod pages;
+pub mod reader;
+mod rows;
+pub mod search;
+pub mod stats;
+
+pub use reader::Reader;
+pub use rows::*;
