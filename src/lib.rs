@@ -13,12 +13,16 @@
 //! - [`proxy`]: framing, forwarding, the agent's lifecycle, the policy tap. The only module on the
 //!   data path.
 //! - [`protocol`]: sans-IO understanding of ACP: message kinds, tool-call state, correlation.
-//! - [`policy`]: sans-IO decisions on permission requests: rules, paths, shell commands, the
-//!   command table (what a command's options and arguments can do), the built-in guards.
-//! - [`record`]: the recorder thread, redaction, the schema's writes, the read-side queries, the
-//!   transcript format and its import.
-//! - [`export`]: transcripts and traces written from a recording, through the read side.
+//! - [`policy`]: sans-IO decisions on permission requests (the file system through
+//!   `policy::FileSystem`): rules, paths, shell commands, the command table (what a command's
+//!   options and arguments can do), the built-in guards.
+//! - [`record`]: the write side: the recorder thread, redaction, the schema's writes (the only SQL
+//!   that writes), the search index's writer, the transcript format and its import.
+//! - [`query`]: the read side: every read of a recording (the only SQL that reads), typed rows,
+//!   pages, search, stats, follow, and the comparison engine of two sessions.
+//! - [`export`]: transcripts, traces and spans written from a recording, through the read side.
 //! - [`replay`]: a recording played as the agent or as the client, and the divergence report.
+//! - [`check`]: a conversation checked against the protocol (pure, fed lines by the command).
 //! - [`inspect`]: recordings rendered (show, report, stats, tail). The benchmark is a binary of
 //!   its own (`acptap-bench`, bench/), outside the product, on this library's public API.
 //! - [`ui`]: the local web inspector; [`mcp`]: the recordings as an MCP server for agents.

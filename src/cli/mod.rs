@@ -109,7 +109,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(args) => commands::transfer::export(args, config),
         Command::Import(args) => commands::transfer::import(args, config),
         Command::Policy(args) => policy::run(args),
-        Command::Demo(args) => crate::demo::run_demo(args.db),
+        Command::Demo(args) => Ok(crate::demo::run_demo(args.db)?),
         Command::DemoAgent { altered } => {
             crate::demo::agent::run(std::io::stdin().lock(), std::io::stdout().lock(), altered)?;
             Ok(0)

@@ -11,27 +11,70 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use crate::inspect::show;
-use crate::proxy::{InProcess, RunOptions};
+use crate::proxy::{InProcess, ProxyError, RunOptions};
 use crate::query;
 use crate::query::Reader;
 use crate::record::Destination;
 use crate::record::redact::Redactor;
+use crate::record::store::StoreError;
 
-pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
+/// What can stop the demo.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// The temporary directory of the demo's database.
+    #[error("cannot create {}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The demo agent is this executable: it must know where it is.
+    #[error("cannot find the acptap executable")]
+    Executable(#[source] std::io::Error),
+    #[error("the agent closed its output before answering {method}")]
+    AgentClosed { method: String },
+    #[error("the agent answered {method} with an error: {error}")]
+    AgentError { method: String, error: Value },
+    #[error("the agent's session/new answer has no sessionId")]
+    NoSessionId,
+    #[error("the demo agent ended with exit code {0}")]
+    AgentExit(i32),
+    #[error("the demo session could not be recorded (see the message above)")]
+    NotRecorded,
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
+    /// The recording, opened to show it.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+    /// The recording, read to show it.
+    #[error(transparent)]
+    Query(#[from] crate::query::QueryError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The pipes to the proxy, the working directory, stdout.
+    /// Said as the I/O error itself, which stays in the chain as its source (not `transparent`):
+    /// the command edge finds a closed stdout (`BrokenPipe`) there, and says the text once.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub fn run_demo(db: Option<PathBuf>) -> Result<i32, DemoError> {
     let db = match db.filter(|p| !p.as_os_str().is_empty()) {
         Some(path) => path,
         None => {
             let dir = std::env::temp_dir().join(format!("acptap-demo-{}", std::process::id()));
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
+            if let Err(source) = std::fs::create_dir_all(&dir) {
+                return Err(DemoError::CreateDir { dir, source });
+            }
             dir.join("demo.db")
         }
     };
-    let exe = std::env::current_exe().context("cannot find the acptap executable")?;
+    let exe = std::env::current_exe().map_err(DemoError::Executable)?;
     let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
     let proxy = InProcess::start(RunOptions {
         agent: vec![exe.to_string_lossy().into_owned(), "demo-agent".into()],
@@ -52,14 +95,14 @@ pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
     } = proxy;
     let mut from_agent = BufReader::new(from_agent);
 
-    let mut call = |id: u64, method: &str, params: Value| -> anyhow::Result<Value> {
+    let mut call = |id: u64, method: &str, params: Value| -> Result<Value, DemoError> {
         send(
             &mut to_agent,
             &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
         )?;
         loop {
-            let message = receive(&mut from_agent)?.with_context(|| {
-                format!("the agent closed its output before answering {method}")
+            let message = receive(&mut from_agent)?.ok_or_else(|| DemoError::AgentClosed {
+                method: method.to_owned(),
             })?;
             match (
                 message.get("method").and_then(Value::as_str),
@@ -74,7 +117,10 @@ pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
                 }
                 (None, Some(reply_id)) if reply_id == &json!(id) => {
                     if let Some(error) = message.get("error") {
-                        bail!("the agent answered {method} with an error: {error}");
+                        return Err(DemoError::AgentError {
+                            method: method.to_owned(),
+                            error: error.clone(),
+                        });
                     }
                     return Ok(message.get("result").cloned().unwrap_or(Value::Null));
                 }
@@ -95,7 +141,7 @@ pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
     let session_id = session
         .get("sessionId")
         .and_then(Value::as_str)
-        .context("the agent's session/new answer has no sessionId")?
+        .ok_or(DemoError::NoSessionId)?
         .to_owned();
     call(
         2,
@@ -109,11 +155,9 @@ pub fn run_demo(db: Option<PathBuf>) -> anyhow::Result<i32> {
     drop(from_agent);
     let outcome = proxy.wait()?;
     if outcome.exit_code != 0 {
-        bail!("the demo agent ended with exit code {}", outcome.exit_code);
+        return Err(DemoError::AgentExit(outcome.exit_code));
     }
-    let connection_id = outcome
-        .connection_id
-        .context("the demo session could not be recorded (see the message above)")?;
+    let connection_id = outcome.connection_id.ok_or(DemoError::NotRecorded)?;
 
     let reader = Reader::open(&db)?;
     let session = query::SessionRef {
@@ -157,7 +201,7 @@ fn answer_agent_request(method: &str, params: Option<&Value>) -> Value {
     }
 }
 
-fn send(to: &mut impl Write, message: &Value) -> anyhow::Result<()> {
+fn send(to: &mut impl Write, message: &Value) -> Result<(), DemoError> {
     let mut line = serde_json::to_vec(message)?;
     line.push(b'\n');
     to.write_all(&line)?;
@@ -165,7 +209,7 @@ fn send(to: &mut impl Write, message: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn receive(from: &mut impl BufRead) -> anyhow::Result<Option<Value>> {
+fn receive(from: &mut impl BufRead) -> std::io::Result<Option<Value>> {
     let mut line = Vec::new();
     loop {
         line.clear();

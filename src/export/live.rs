@@ -27,6 +27,7 @@ use super::otlp::{Endpoint, OtlpError, SPANS_PER_REQUEST, Sender};
 use super::spans::{Span, SpanOptions, session_spans};
 use crate::query::Reader;
 use crate::query::{self, SessionRef, Window};
+use crate::query::Result;
 
 /// The builder looks at the recording this often at most...
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
@@ -283,7 +284,7 @@ fn connection_spans(
     reader: &Reader,
     connection_id: i64,
     options: SpanOptions,
-) -> rusqlite::Result<Look> {
+) -> Result<Look> {
     reader.snapshot(|reader| {
         let newest = query::newest_line_time(reader, connection_id)?;
         let max_id = query::max_message_id(reader)?;

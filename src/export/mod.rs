@@ -2,7 +2,7 @@
 //! the ACP conductor's trace format (`--format trace`); and a session as OpenTelemetry spans
 //! (`spans`), sent over OTLP by `otlp` (`--format otlp`), or while a session runs by `live`
 //! (`acptap run --otlp`). Every export reads through the read-only
-//! `record::Reader`.
+//! `query::Reader`.
 
 pub mod live;
 pub mod otlp;

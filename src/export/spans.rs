@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::query::Reader;
 use crate::query::{self, SessionRef, Window};
+use crate::query::Result;
 
 /// What a span says: a flat list of typed attributes, as OpenTelemetry has them.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,7 +188,7 @@ fn turn_messages(
     session: &SessionRef,
     seqs: std::ops::Range<i64>,
     finish_reason: &str,
-) -> rusqlite::Result<(serde_json::Value, serde_json::Value)> {
+) -> Result<(serde_json::Value, serde_json::Value)> {
     use crate::protocol::conversation::{Conversation, Role};
     use serde_json::{Value, json};
     let mut prompt = Vec::new();
@@ -247,7 +248,7 @@ pub fn session_spans(
     reader: &Reader,
     session: &SessionRef,
     options: SpanOptions,
-) -> rusqlite::Result<Vec<Span>> {
+) -> Result<Vec<Span>> {
     let summary = query::session_summary_of(reader, session)?;
     let (started_at, _) = query::connection_start_and_signal(reader, session.connection_id)?;
     // Span ids come from the recording's own trace id, so two sessions in one client trace
@@ -313,7 +314,7 @@ struct TurnMarks {
 
 impl TurnMarks {
     /// Reads only the turns whose lines mention them (`traceparent`, `"usage"`).
-    fn read(reader: &Reader, session: &SessionRef, window: Window) -> rusqlite::Result<TurnMarks> {
+    fn read(reader: &Reader, session: &SessionRef, window: Window) -> Result<TurnMarks> {
         let mut prompt_parents = std::collections::HashMap::new();
         let mut usages = std::collections::HashMap::new();
         for (request_seq, request, response) in
@@ -342,7 +343,7 @@ fn client_trace_parent(
     reader: &Reader,
     session: &SessionRef,
     summary: &query::SessionSummary,
-) -> rusqlite::Result<Option<TraceParent>> {
+) -> Result<Option<TraceParent>> {
     let opening = if summary.origin == "seen" {
         None
     } else {
@@ -470,7 +471,7 @@ impl SessionTree<'_> {
         i: usize,
         marks: &TurnMarks,
         tool_content: bool,
-    ) -> rusqlite::Result<Span> {
+    ) -> Result<Span> {
         let turn = &self.turns[i];
         let mut attributes = self.attributes();
         attributes.push((
@@ -527,7 +528,7 @@ impl SessionTree<'_> {
         reader: &Reader,
         i: usize,
         attributes: &mut Vec<(&'static str, Attribute)>,
-    ) -> rusqlite::Result<()> {
+    ) -> Result<()> {
         let turn = &self.turns[i];
         let lines = turn.request_seq..self.turns.get(i + 1).map_or(i64::MAX, |t| t.request_seq);
         let finish = turn

@@ -4,14 +4,14 @@
 use std::fmt::Write as _;
 
 use crate::query;
-use crate::query::Reader;
+use crate::query::{QueryError, Reader};
 use crate::record::transcript::TranscriptRecord;
 
 /// The lines of a connection as transcript records (`t` relative to its first line).
 pub fn export(
     reader: &Reader,
     connection_id: i64,
-) -> Result<Vec<TranscriptRecord>, rusqlite::Error> {
+) -> Result<Vec<TranscriptRecord>, QueryError> {
     let mut out = Vec::new();
     let mut first_ts = None;
     for line in query::connection_lines(reader, connection_id)? {

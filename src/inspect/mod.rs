@@ -1,5 +1,5 @@
 //! Rendering recordings for people (`sessions`, `show`, `tools`) and for scripts (`--json`).
-//! The data comes from `record::queries`; this module only shapes and prints it.
+//! The data comes from `query`; this module only shapes and prints it.
 
 pub mod report;
 pub mod show;

@@ -22,6 +22,7 @@ use crate::protocol::state::PermissionShapes;
 use crate::protocol::{Direction, MessageKind};
 use crate::query::Reader;
 use crate::query::{self, PermissionRow, SessionLine, SessionRef, SessionSummary, ToolCallRow};
+use crate::query::Result;
 
 #[derive(Debug, Serialize)]
 pub struct Timeline {
@@ -170,7 +171,7 @@ const SESSION_REQUESTS: [&str; 12] = [
     "terminal/cancel",
 ];
 
-pub fn timeline(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Timeline> {
+pub fn timeline(reader: &Reader, session: &SessionRef) -> Result<Timeline> {
     timeline_of_turns(reader, session, 0..usize::MAX)
 }
 
@@ -180,7 +181,7 @@ pub fn timeline_of_turns(
     reader: &Reader,
     session: &SessionRef,
     turns: std::ops::Range<usize>,
-) -> rusqlite::Result<Timeline> {
+) -> Result<Timeline> {
     let head = head(reader, session)?;
     let opening = if turns.start == 0 {
         opening(reader, session)?
@@ -203,7 +204,7 @@ pub struct Head {
     pub total_turns: usize,
 }
 
-pub fn head(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Head> {
+pub fn head(reader: &Reader, session: &SessionRef) -> Result<Head> {
     Ok(Head {
         session: query::session_summary_of(reader, session)?,
         total_turns: query::turns(reader, session)?.len(),
@@ -212,7 +213,7 @@ pub fn head(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Head> {
 
 /// The items of the session's lines before its first turn (all its lines when it has none):
 /// a resume or load and the history it replayed, a title set, a plan.
-pub fn opening(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<Item>> {
+pub fn opening(reader: &Reader, session: &SessionRef) -> Result<Vec<Item>> {
     let first_turn = query::turns(reader, session)?
         .first()
         .map_or(i64::MAX, |t| t.request_seq);
@@ -240,7 +241,7 @@ pub fn for_each_turn(
     session: &SessionRef,
     turns: std::ops::Range<usize>,
     mut each: impl FnMut(TurnView),
-) -> rusqlite::Result<()> {
+) -> Result<()> {
     let all_turns = query::turns(reader, session)?;
     let first = turns.start.min(all_turns.len());
     let end = turns.end.clamp(first, all_turns.len());
@@ -457,7 +458,7 @@ impl<'r> Builder<'r> {
         reader: &'r Reader,
         session: &'r SessionRef,
         seqs: std::ops::Range<i64>,
-    ) -> rusqlite::Result<Self> {
+    ) -> Result<Self> {
         Ok(Builder {
             reader,
             session,
@@ -471,7 +472,7 @@ impl<'r> Builder<'r> {
     }
 
     /// What one line adds to `items`.
-    fn line(&mut self, items: &mut Items, line: &SessionLine) -> rusqlite::Result<()> {
+    fn line(&mut self, items: &mut Items, line: &SessionLine) -> Result<()> {
         let Ok(value) = serde_json::from_slice::<Value>(&line.raw) else {
             return Ok(());
         };
@@ -560,7 +561,7 @@ impl<'r> Builder<'r> {
     }
 
     /// A `session/update` that is not about a message.
-    fn update(&mut self, items: &mut Items, update: &Value) -> rusqlite::Result<()> {
+    fn update(&mut self, items: &mut Items, update: &Value) -> Result<()> {
         let tag = update
             .get("sessionUpdate")
             .and_then(Value::as_str)
@@ -652,7 +653,7 @@ impl<'r> Builder<'r> {
         items: &mut Items,
         line: &SessionLine,
         params: Option<&Value>,
-    ) -> rusqlite::Result<()> {
+    ) -> Result<()> {
         let mut view = ElicitationView {
             seq: line.seq,
             mode: str_of(params, "mode").map(str::to_owned),
@@ -693,7 +694,7 @@ impl<'r> Builder<'r> {
         line: &SessionLine,
         params: Option<&Value>,
         from: &'static str,
-    ) -> rusqlite::Result<()> {
+    ) -> Result<()> {
         let Some(id) = params.and_then(|p| p.get("requestId")) else {
             return Ok(());
         };
@@ -734,7 +735,7 @@ impl<'r> Builder<'r> {
         method: &str,
         params: Option<&Value>,
         from: &'static str,
-    ) -> rusqlite::Result<()> {
+    ) -> Result<()> {
         let in_cwd = |about: &mut String| {
             if let Some(cwd) = str_of(params, "cwd") {
                 if !about.is_empty() {
@@ -802,7 +803,7 @@ impl<'r> Builder<'r> {
 
     /// Shows tool call `id` where it is first mentioned (read from the database then, so a
     /// long session's calls are never all held), and remembers its title.
-    fn show_tool_call(&mut self, items: &mut Items, id: Option<&str>) -> rusqlite::Result<()> {
+    fn show_tool_call(&mut self, items: &mut Items, id: Option<&str>) -> Result<()> {
         let Some(id) = id.filter(|id| !self.shown.contains_key(*id)) else {
             return Ok(());
         };

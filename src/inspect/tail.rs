@@ -1,6 +1,6 @@
 //! `acptap tail`: follows a database while other acptap processes record into it, one line per
 //! event: tool call started / updated / finished, permission decided, turn ended. The events come
-//! from `record::follow`; this file renders them.
+//! from `query::follow`; this file renders them.
 
 use std::fmt::Write as _;
 

@@ -845,7 +845,7 @@ pub fn analyse(words: &[String]) -> Arguments {
         return out;
     }
     let Some(spec) = spec_of(command) else {
-        Reader::new(words, &[], Positionals::Paths).read(1, &mut out);
+        ArgvReader::new(words, &[], Positionals::Paths).read(1, &mut out);
         return out;
     };
     match spec.special {
@@ -858,7 +858,7 @@ pub fn analyse(words: &[String]) -> Arguments {
         }),
         Special::Find => find(words, &mut out),
         _ => {
-            let mut reader = Reader::new(words, spec.options, spec.positionals);
+            let mut reader = ArgvReader::new(words, spec.options, spec.positionals);
             if spec.special == Special::Python || spec.special == Special::Node {
                 // Options end at the script (or `-m module`): what follows is the script's.
                 reader.stop_at_first_positional = true;
@@ -954,7 +954,7 @@ fn danger(index: usize, names: &str, word: &str, effect: Effect) -> Danger {
 }
 
 /// Reads options and positionals from a start index, with a set of known options.
-struct Reader<'a> {
+struct ArgvReader<'a> {
     words: &'a [String],
     options: Vec<&'a [Opt]>,
     positionals_kind: Positionals,
@@ -973,9 +973,9 @@ struct Reader<'a> {
     end_at_dashes: bool,
 }
 
-impl<'a> Reader<'a> {
-    fn new(words: &'a [String], options: &'a [Opt], positionals: Positionals) -> Reader<'a> {
-        Reader {
+impl<'a> ArgvReader<'a> {
+    fn new(words: &'a [String], options: &'a [Opt], positionals: Positionals) -> ArgvReader<'a> {
+        ArgvReader {
             words,
             options: vec![options],
             positionals_kind: positionals,
@@ -1219,7 +1219,7 @@ fn with_subcommand(
     out: &mut Arguments,
     check: impl Fn(&str, usize, &mut Arguments),
 ) {
-    let mut reader = Reader::new(words, options, Positionals::Paths);
+    let mut reader = ArgvReader::new(words, options, Positionals::Paths);
     reader.subcommand_mode = true;
     let at = reader.read(1, out);
     if at >= words.len() {
@@ -1237,7 +1237,7 @@ fn with_subcommand(
 /// the project's own program; an external subcommand), read as paths. `cargo fmt` without
 /// `--check` and `cargo fix` rewrite the project's sources, like `--fix`.
 fn cargo(words: &[String], out: &mut Arguments) {
-    let mut reader = Reader::new(words, CARGO, Positionals::Paths);
+    let mut reader = ArgvReader::new(words, CARGO, Positionals::Paths);
     reader.subcommand_mode = true;
     // rustup's `cargo +TOOLCHAIN ...` (first word only) runs another toolchain's cargo: one
     // installed (or that rustup may fetch) by name, or, by path, any program at all. Granted
@@ -1285,7 +1285,7 @@ fn cargo(words: &[String], out: &mut Arguments) {
     if compiler {
         compiler_flags(words, dashes + 1, &reader.chdirs, out);
     } else {
-        let mut tests = Reader::new(words, LIBTEST, Positionals::Paths);
+        let mut tests = ArgvReader::new(words, LIBTEST, Positionals::Paths);
         tests.chdirs = reader.chdirs.clone();
         tests.read(dashes + 1, out);
     }
@@ -1394,7 +1394,7 @@ fn compiler_value_paths(index: usize, word: &str, chdirs: &[String], out: &mut A
 }
 
 fn git(words: &[String], out: &mut Arguments) {
-    let mut reader = Reader::new(words, GIT_GLOBAL, Positionals::Paths);
+    let mut reader = ArgvReader::new(words, GIT_GLOBAL, Positionals::Paths);
     reader.subcommand_mode = true;
     let at = reader.read(1, out);
     let Some(sub) = words.get(at) else {
@@ -1494,7 +1494,7 @@ fn find(words: &[String], out: &mut Arguments) {
 
 /// sed: only printing and substitution without the `e` and `w` flags; anything else (`w`,
 /// `e`, `r`, `R`, `W` commands, unknown syntax) may write files or run programs.
-fn sed_scripts(reader: &Reader, positionals: &[usize], out: &mut Arguments) {
+fn sed_scripts(reader: &ArgvReader, positionals: &[usize], out: &mut Arguments) {
     for (index, script) in &reader.scripts {
         if !sed_script_is_safe(script) {
             out.dangers
@@ -1600,7 +1600,7 @@ fn sed_script_is_safe(script: &str) -> bool {
 }
 
 /// awk: a program that can run commands (`system`, pipes) or write files (`>`) is dangerous.
-fn awk_program(reader: &Reader, _positionals: &[usize], out: &mut Arguments) {
+fn awk_program(reader: &ArgvReader, _positionals: &[usize], out: &mut Arguments) {
     for (index, program) in &reader.scripts {
         if [
             "system", "|", ">", "getline", "ENVIRON", "PROCINFO", "@load", "@include",

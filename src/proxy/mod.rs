@@ -24,7 +24,6 @@ use std::process::ExitStatus;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGKILL, SIGTERM};
 
 use crate::policy::Policy;
@@ -42,6 +41,31 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 
 /// At the end, how long the client may take to read what the agent last wrote.
 const CLIENT_WRITE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// What can end a proxy run with an error (what it could not record is no error: it is said on
+/// stderr and counted in the connection's row).
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// The agent's command could not be started.
+    #[error("cannot start the agent `{command}`; check the command after `--`")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot install signal handlers")]
+    Signals(#[source] std::io::Error),
+    /// The agent's exit could not be waited for.
+    #[error("cannot wait for the agent")]
+    Wait(#[source] std::io::Error),
+    #[error("the proxy thread panicked")]
+    Panicked,
+    /// A pipe, a duplicated descriptor or a thread could not be made.
+    /// Said as the I/O error itself, which stays in the chain as its source (not `transparent`):
+    /// the command edge finds a closed stdout (`BrokenPipe`) there, and says the text once.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
 
 /// How `acptap run` is configured.
 #[derive(Debug)]
@@ -118,11 +142,11 @@ pub struct InProcess {
 }
 
 /// The thread a proxy runs on.
-pub struct ProxyThread(std::thread::JoinHandle<anyhow::Result<RunOutcome>>);
+pub struct ProxyThread(std::thread::JoinHandle<Result<RunOutcome, ProxyError>>);
 
 impl InProcess {
     /// Starts the agent behind a proxy on its own thread; the agent's stderr goes to ours.
-    pub fn start(options: RunOptions) -> anyhow::Result<InProcess> {
+    pub fn start(options: RunOptions) -> Result<InProcess, ProxyError> {
         let (input, to_agent) = std::io::pipe()?;
         let (from_agent, output) = std::io::pipe()?;
         let errors = File::from(std::io::stderr().as_fd().try_clone_to_owned()?);
@@ -146,10 +170,8 @@ impl InProcess {
 impl ProxyThread {
     /// Waits for the proxy to end (after the client's end of the pipe to the agent is closed,
     /// or when the agent exits by itself).
-    pub fn wait(self) -> anyhow::Result<RunOutcome> {
-        self.0
-            .join()
-            .map_err(|_| anyhow::anyhow!("the proxy thread panicked"))?
+    pub fn wait(self) -> Result<RunOutcome, ProxyError> {
+        self.0.join().map_err(|_| ProxyError::Panicked)?
     }
 }
 
@@ -174,12 +196,10 @@ impl Drop for AgentGuard {
 }
 
 /// Runs the proxy between `client` and the agent until the agent is gone.
-pub fn run(mut options: RunOptions, client: ClientStreams) -> anyhow::Result<RunOutcome> {
-    let mut child = lifecycle::spawn_agent(&options.agent).with_context(|| {
-        format!(
-            "cannot start the agent `{}`; check the command after `--`",
-            options.agent.join(" ")
-        )
+pub fn run(mut options: RunOptions, client: ClientStreams) -> Result<RunOutcome, ProxyError> {
+    let mut child = lifecycle::spawn_agent(&options.agent).map_err(|source| ProxyError::Spawn {
+        command: options.agent.join(" "),
+        source,
     })?;
     let pid = child.id();
     let _guard = AgentGuard(pid);
@@ -227,7 +247,7 @@ pub fn run(mut options: RunOptions, client: ClientStreams) -> anyhow::Result<Run
         exit_code: Some(exit_code),
         exit_signal,
     });
-    status.context("cannot wait for the agent")?;
+    status.map_err(ProxyError::Wait)?;
     Ok(RunOutcome {
         exit_code,
         connection_id,
@@ -465,9 +485,9 @@ fn spawn_pump(
 
 /// Catches SIGINT, SIGTERM and SIGHUP (so acptap outlives them until the agent is gone) and
 /// turns them into events.
-fn forward_signals(events: Sender<Event>) -> anyhow::Result<signal_hook::iterator::Handle> {
+fn forward_signals(events: Sender<Event>) -> Result<signal_hook::iterator::Handle, ProxyError> {
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-        .context("cannot install signal handlers")?;
+        .map_err(ProxyError::Signals)?;
     let handle = signals.handle();
     std::thread::Builder::new()
         .name("acptap-signals".into())

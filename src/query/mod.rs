@@ -18,3 +18,7 @@ pub mod stats;
 
 pub use reader::Reader;
 pub use rows::*;
+
+/// What a read of a recording gives a view: its value, or why it could not be read (no such
+/// session, an ambiguous id, the database's own error).
+pub type Result<T, E = QueryError> = std::result::Result<T, E>;

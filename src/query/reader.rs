@@ -72,10 +72,10 @@ impl Reader {
 
     /// Runs `read` on one snapshot of the database: what other processes commit meanwhile is not
     /// seen, so figures read one after the other agree with each other.
-    pub fn snapshot<T>(
+    pub fn snapshot<T, E: From<rusqlite::Error>>(
         &self,
-        read: impl FnOnce(&Reader) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<T> {
+        read: impl FnOnce(&Reader) -> Result<T, E>,
+    ) -> Result<T, E> {
         self.conn.execute_batch("BEGIN")?;
         let read = read(self);
         // A read transaction has nothing to keep: ending it cannot lose anything.

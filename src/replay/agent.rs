@@ -42,12 +42,11 @@ use std::io::{BufRead, Write};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::Duration;
 
-use anyhow::bail;
 use serde_json::{Value, json};
 
 use super::outbound::{Allowances, Gate};
-use super::say;
 use super::script::{ScriptLine, negotiated_version, with_id, with_renamed_strings};
+use super::{ReplayError, say};
 use crate::protocol::state::PermissionShapes;
 use crate::protocol::toolcall;
 use crate::protocol::version::Version;
@@ -330,7 +329,7 @@ fn recorded_tool_call_cancels(script: &[ScriptLine]) -> HashMap<CallKey, String>
 }
 
 impl<W: Write> Replayer<'_, W> {
-    fn send(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+    fn send(&mut self, bytes: &[u8]) -> Result<(), ReplayError> {
         self.output.write_all(bytes)?;
         self.output.flush()?;
         Ok(())
@@ -338,7 +337,7 @@ impl<W: Write> Replayer<'_, W> {
 
     /// The replay's own answer to a live request: `{"jsonrpc":"2.0","id":ID,KEY:VALUE}` with
     /// the live id as the client wrote it (JSON text).
-    fn reply(&mut self, live_id: &str, key: &str, value: Value) -> anyhow::Result<()> {
+    fn reply(&mut self, live_id: &str, key: &str, value: Value) -> Result<(), ReplayError> {
         let line = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":{live_id},{}:{value}}}\n",
             Value::from(key)
@@ -347,7 +346,7 @@ impl<W: Write> Replayer<'_, W> {
     }
 
     /// A `session/update` of the replay's own, in the session the live client names.
-    fn send_update(&mut self, live_session: &Value, update: Value) -> anyhow::Result<()> {
+    fn send_update(&mut self, live_session: &Value, update: Value) -> Result<(), ReplayError> {
         let notification = json!({"jsonrpc": "2.0", "method": "session/update",
                                   "params": {"sessionId": live_session, "update": update}});
         let mut bytes = serde_json::to_vec(&notification)?;
@@ -386,7 +385,7 @@ impl<W: Write> Replayer<'_, W> {
     }
 
     /// The next live line from the client.
-    fn read(&mut self) -> anyhow::Result<Incoming> {
+    fn read(&mut self) -> Result<Incoming, ReplayError> {
         if let Some(message) = self.pending.pop_front() {
             return Ok(Incoming::Line(message));
         }
@@ -408,7 +407,7 @@ impl<W: Write> Replayer<'_, W> {
 
     /// A signal asked the replay to end: noted in the report, and an `Err` that ends the play
     /// (the summary follows, not as an error).
-    fn signalled(&mut self) -> anyhow::Result<()> {
+    fn signalled(&mut self) -> Result<(), ReplayError> {
         let signal = ENDING_SIGNAL.load(std::sync::atomic::Ordering::SeqCst);
         if signal == 0 {
             return Ok(());
@@ -417,13 +416,13 @@ impl<W: Write> Replayer<'_, W> {
             say(&format!("ended by signal {signal}: the summary follows"));
             self.report.ended_by_signal = Some(signal);
         }
-        bail!("ended by signal {signal}")
+        Err(ReplayError::Signalled(signal))
     }
 
     /// Serves at once what a client may send at any point: cancels, and under v2
     /// `tool_call/cancel`; learns the live client's capabilities from its `initialize`.
     /// Returns the message when it is still to be handled in the script's order.
-    fn take_in(&mut self, message: Message) -> anyhow::Result<Option<Message>> {
+    fn take_in(&mut self, message: Message) -> Result<Option<Message>, ReplayError> {
         match (message.kind, message.method.as_deref()) {
             (MessageKind::Notification, Some("session/cancel")) => {
                 if let Some(turn) = &mut self.turn {
@@ -501,7 +500,7 @@ impl<W: Write> Replayer<'_, W> {
     /// finished, which then gets one final update (the status the recorded agent gave it after
     /// a recorded cancel, else `cancelled`) and none of its recorded ones; `-32602` for a call
     /// the client cannot cancel (unknown, or already final), as v2 has an agent answer.
-    fn cancel_tool_call(&mut self, live: &Message) -> anyhow::Result<()> {
+    fn cancel_tool_call(&mut self, live: &Message) -> Result<(), ReplayError> {
         let Some(live_id) = live.id.clone() else {
             return Ok(());
         };
@@ -551,7 +550,7 @@ impl<W: Write> Replayer<'_, W> {
     }
 
     /// Takes in what the client sent meanwhile, without waiting: a cancel is noted at once.
-    fn look(&mut self) -> anyhow::Result<()> {
+    fn look(&mut self) -> Result<(), ReplayError> {
         self.signalled()?;
         loop {
             match self.incoming.try_recv() {
@@ -570,7 +569,7 @@ impl<W: Write> Replayer<'_, W> {
     }
 
     /// Answers a client request the recording cannot answer here.
-    fn refuse(&mut self, live: &Message, expected: &str) -> anyhow::Result<()> {
+    fn refuse(&mut self, live: &Message, expected: &str) -> Result<(), ReplayError> {
         let method = live.method.as_deref().unwrap_or("?");
         let why = format!(
             "the recording has no answer for `{method}` at turn {}: it expects {expected} next",
@@ -583,13 +582,13 @@ impl<W: Write> Replayer<'_, W> {
             self.reply(id, "error", error)?;
         }
         if self.options.strict {
-            bail!("{why} (--strict)");
+            return Err(ReplayError::Strict(why));
         }
         Ok(())
     }
 
     /// A difference between the live client and the recording: said now, summed up at the end.
-    fn differ(&mut self, what: String) -> anyhow::Result<()> {
+    fn differ(&mut self, what: String) -> Result<(), ReplayError> {
         say(&format!("divergence: {what}"));
         self.report.differences.push(what);
         if self.options.strict {
@@ -620,7 +619,7 @@ impl<W: Write> Replayer<'_, W> {
 
     /// Waits for the live client's counterpart of the recorded client line at `index`. Returns
     /// early when the live client cancels the turn.
-    fn expect(&mut self, index: usize) -> anyhow::Result<()> {
+    fn expect(&mut self, index: usize) -> Result<(), ReplayError> {
         let script = self.script;
         let recorded = &script[index];
         let expected = describe(recorded);
@@ -643,10 +642,12 @@ impl<W: Write> Replayer<'_, W> {
             let live = match self.read()? {
                 Incoming::Line(live) => live,
                 Incoming::Handled => continue,
-                Incoming::Closed => bail!(
-                    "the client closed its output while the replay waited for {expected} (turn {})",
-                    self.turn_number
-                ),
+                Incoming::Closed => {
+                    return Err(ReplayError::ClientClosed {
+                        expected,
+                        turn: self.turn_number,
+                    });
+                }
             };
             let same_method = live.method == recorded.message.method;
             match (recorded.message.kind, live.kind) {
@@ -776,7 +777,7 @@ impl<W: Write> Replayer<'_, W> {
         live: &Message,
         waiting: usize,
         expected: &str,
-    ) -> anyhow::Result<bool> {
+    ) -> Result<bool, ReplayError> {
         let Some(live_id) = live.id.clone() else {
             return Ok(false);
         };
@@ -927,7 +928,7 @@ impl<W: Write> Replayer<'_, W> {
     }
 
     /// Compares the live client's answer to a request of the replay with the recorded answer.
-    fn compare_answer(&mut self, recorded: &ScriptLine, live: &Message) -> anyhow::Result<()> {
+    fn compare_answer(&mut self, recorded: &ScriptLine, live: &Message) -> Result<(), ReplayError> {
         let Some(id) = &recorded.message.id else {
             return Ok(());
         };
@@ -976,7 +977,7 @@ impl<W: Write> Replayer<'_, W> {
 
     /// Sends a recorded agent line, as the gate lets it go. A response goes with the live id of
     /// the request it answers: `answering` when given, else the one the script took up.
-    fn emit(&mut self, recorded: &ScriptLine, answering: Option<&str>) -> anyhow::Result<()> {
+    fn emit(&mut self, recorded: &ScriptLine, answering: Option<&str>) -> Result<(), ReplayError> {
         if recorded.message.kind == MessageKind::Response {
             if let Some(id) = &recorded.message.id
                 && answering.is_none()
@@ -1100,7 +1101,7 @@ impl<W: Write> Replayer<'_, W> {
     /// turn's recorded end). v1: its prompt is answered `cancelled`. v2: a prompt not answered yet
     /// is answered as withdrawn (-32800), and a turn the client has seen anything of ends with
     /// an `idle` update of stop reason `cancelled`.
-    fn end_cancelled_turn(&mut self, from: usize) -> anyhow::Result<usize> {
+    fn end_cancelled_turn(&mut self, from: usize) -> Result<usize, ReplayError> {
         let script = self.script;
         let Some(turn) = self.turn.take() else {
             return Ok(from);
@@ -1168,7 +1169,7 @@ pub fn replay_as_agent(
     input: impl BufRead + Send + 'static,
     output: impl Write,
     options: AgentReplayOptions,
-) -> anyhow::Result<AgentReplayReport> {
+) -> Result<AgentReplayReport, ReplayError> {
     let allow = options.allow;
     let (tx, incoming) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -1254,7 +1255,10 @@ fn watch_signals() {
 }
 
 /// Plays the script, then serves the client until it leaves.
-fn play<W: Write>(replayer: &mut Replayer<'_, W>, script: &[ScriptLine]) -> anyhow::Result<()> {
+fn play<W: Write>(
+    replayer: &mut Replayer<'_, W>,
+    script: &[ScriptLine],
+) -> Result<(), ReplayError> {
     let mut previous_ts = script.first().map(|l| l.ts).unwrap_or(0);
     let mut at = 0;
     while at < script.len() {

@@ -32,14 +32,13 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use super::divergence;
-use super::say;
 use super::script::{
     ScriptLine, counts_in_turn, negotiated_version, with_id, with_renamed_strings,
 };
+use super::{ReplayError, say};
 use crate::policy::paths::{Containment, Placing, containment};
 use crate::protocol::message::decode;
 use crate::protocol::relocate::Relocation;
@@ -367,28 +366,28 @@ impl Driver {
         Some(out)
     }
 
-    fn send(&mut self, line: &[u8]) -> anyhow::Result<()> {
+    fn send(&mut self, line: &[u8]) -> Result<(), ReplayError> {
         self.to_agent.write_all(line)?;
         self.to_agent.flush()?;
         Ok(())
     }
 
-    fn send_json(&mut self, value: Value) -> anyhow::Result<()> {
+    fn send_json(&mut self, value: Value) -> Result<(), ReplayError> {
         let mut line = serde_json::to_vec(&value)?;
         line.push(b'\n');
         self.send(&line)
     }
 
-    fn next(&mut self, timeout: Duration) -> anyhow::Result<Option<Message>> {
+    fn next(&mut self, timeout: Duration) -> Result<Option<Message>, ReplayError> {
         match self.from_agent.recv_timeout(timeout) {
             Ok(message) => Ok(Some(message)),
             Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
-            Err(mpsc::RecvTimeoutError::Disconnected) => bail!("the agent closed its output"),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(ReplayError::AgentClosed),
         }
     }
 
     /// Answers a live agent request from the recording (or the real file system).
-    fn answer(&mut self, live: &Message) -> anyhow::Result<()> {
+    fn answer(&mut self, live: &Message) -> Result<(), ReplayError> {
         let Some(id) = live.id.clone() else {
             return Ok(());
         };
@@ -648,7 +647,7 @@ impl Driver {
     /// Handles the agent's lines that arrived before the replay sends its next request: its
     /// requests are answered, the rest was seen; none is counted as a line of that request's turn
     /// (the recording counts only the lines after the request, by `seq`).
-    fn handle_what_came_before(&mut self) -> anyhow::Result<()> {
+    fn handle_what_came_before(&mut self) -> Result<(), ReplayError> {
         while let Ok(message) = self.from_agent.try_recv() {
             if message.kind == MessageKind::Request {
                 self.answer(&message)?;
@@ -665,7 +664,7 @@ impl Driver {
         &mut self,
         line: &ScriptLine,
         cancels: Vec<InTurnCancel>,
-    ) -> anyhow::Result<Message> {
+    ) -> Result<Message, ReplayError> {
         // What the agent wrote before this request is sent is none of its turn (Gemini CLI's
         // available commands, written right after `session/new`): handled now, not counted.
         self.handle_what_came_before()?;
@@ -713,11 +712,10 @@ impl Driver {
                     ));
                     return Ok(answer);
                 }
-                bail!(
-                    "the agent did not answer {} within {:?} (--patience)",
-                    line.message.method.as_deref().unwrap_or("?"),
-                    self.patience
-                );
+                return Err(ReplayError::NoAnswer {
+                    method: line.message.method.as_deref().unwrap_or("?").to_owned(),
+                    patience: self.patience,
+                });
             };
             if counts_in_turn(&message) {
                 agent_lines += 1;
@@ -755,7 +753,7 @@ impl Driver {
 }
 
 /// Runs the replay and compares the live run with the recording.
-pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergence::Report> {
+pub fn replay_as_client(options: ClientReplayOptions) -> Result<divergence::Report, ReplayError> {
     let script = &options.script;
     // The recorded agent requests and the client's answers, paired by id.
     let mut exchanges: Vec<RecordedExchange> = Vec::new();
@@ -803,11 +801,9 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
         // Marked as a replay from its first row: a run whose agent dies at once is never `last`.
         replay_of: Some(options.original.connection_id),
     })
-    .with_context(|| {
-        format!(
-            "cannot start `{}` behind the proxy",
-            options.agent.join(" ")
-        )
+    .map_err(|source| ReplayError::Start {
+        agent: options.agent.join(" "),
+        source,
     })?;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -845,9 +841,7 @@ pub fn replay_as_client(options: ClientReplayOptions) -> anyhow::Result<divergen
             run.exit_code
         );
     }
-    let live_connection = run
-        .connection_id
-        .context("the live run could not be recorded (see the message above)")?;
+    let live_connection = run.connection_id.ok_or(ReplayError::NotRecorded)?;
     let reader = Reader::open(&options.db)?;
     Ok(divergence::compare(
         &reader,
@@ -861,7 +855,7 @@ fn drive(
     driver: &mut Driver,
     script: &[ScriptLine],
     cwd: Option<&std::path::Path>,
-) -> anyhow::Result<()> {
+) -> Result<(), ReplayError> {
     let recorded_v2 = negotiated_version(script).is_some_and(|v| v.is_v2());
     for (index, line) in script.iter().enumerate() {
         if line.direction != Direction::ClientToAgent || driver.sent_in_turn.contains(&index) {
@@ -1042,7 +1036,7 @@ fn describe_server(server: &Value) -> String {
 
 /// Without `--cwd`, each recorded session's cwd is the replay's: the fence of every file it
 /// reads or writes for the agent. One that fences nothing in is refused before anything starts.
-fn refuse_unfit_recorded_cwds(script: &[ScriptLine]) -> anyhow::Result<()> {
+fn refuse_unfit_recorded_cwds(script: &[ScriptLine]) -> Result<(), ReplayError> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     for line in script {
         if line.direction != Direction::ClientToAgent
@@ -1058,10 +1052,10 @@ fn refuse_unfit_recorded_cwds(script: &[ScriptLine]) -> anyhow::Result<()> {
             continue;
         };
         if let Some(why) = unfit_cwd(cwd, home.as_deref()) {
-            bail!(
-                "the recorded cwd `{}` is {why}: replayed there, it would fence nothing in; give --cwd DIR, the directory to replay in",
-                crate::terminal::terminal_line(cwd, crate::terminal::VALUE_BYTES)
-            );
+            return Err(ReplayError::UnfitCwd {
+                cwd: crate::terminal::terminal_line(cwd, crate::terminal::VALUE_BYTES).into_owned(),
+                why,
+            });
         }
     }
     Ok(())

@@ -1,13 +1,13 @@
-//! Where a live run departed from the recording it replayed: per turn, tool calls added,
-//! missing or changed (title, status, paths, rawInput), stop reasons, and permission requests.
-//! Both sessions are read and walked by the comparison engine `acptap diff` uses too
-//! (`query::compare`), so volatile fields (ids, timestamps, `_meta`) are ignored and each session's cwd is written
-//! `<cwd>`; tool calls are paired ([`ByWhatItDoes`]) with the live call that does the same thing
-//! (the same title, else the same command, `rawInput` or paths, else most words of the title in
-//! common; by kind alone only where one call of the kind is left on each side), and what is not
-//! paired is a missing or added call. Of what the engine finds, the replay counts a turn's stop
-//! reason, its agent text when asked (`--compare text`), a tool call's title, status, paths and
-//! `rawInput`, and a permission request's question and answer, in its own words.
+//! Where a live run departed from the recording it replayed: per turn, tool calls added, missing or
+//! changed (title, status, paths, rawInput), stop reasons, and permission requests. Both sessions
+//! are read and walked by the comparison engine `acptap diff` uses too (`query::compare`), so
+//! volatile fields (ids, timestamps, `_meta`) are ignored and each session's cwd is written
+//! `<cwd>`; tool calls are paired (`ByWhatItDoes`) with the live call that does the same thing (the
+//! same title, else the same command, `rawInput` or paths, else most words of the title in common;
+//! by kind alone only where one call of the kind is left on each side), and what is not paired is a
+//! missing or added call. Of what the engine finds, the replay counts a turn's stop reason, its
+//! agent text when asked (`--compare text`), a tool call's title, status, paths and `rawInput`, and
+//! a permission request's question and answer, in its own words.
 //!
 //! What is compared follows each connection's negotiated protocol version:
 //!

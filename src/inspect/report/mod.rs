@@ -39,6 +39,7 @@ use super::{format_duration, format_time, one_line, protocol_label};
 use crate::protocol::{Direction, MessageKind};
 use crate::query::Reader;
 use crate::query::{self, MessageRow, PermissionRow, SessionRef, ToolCallRow};
+use crate::query::Result;
 use diff::diff;
 
 /// Payloads longer than this (in bytes) are shown truncated, with an expander for the rest.
@@ -95,7 +96,7 @@ pub fn render(
     reader: &Reader,
     session: &SessionRef,
     turns: std::ops::Range<usize>,
-) -> rusqlite::Result<String> {
+) -> Result<String> {
     let timeline = show::timeline_of_turns(reader, session, turns.clone())?;
     let all_turns = query::turns(reader, session)?;
     // The size of a page as asked (a short last page keeps its neighbours' size).
