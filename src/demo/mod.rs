@@ -49,8 +49,6 @@ pub enum DemoError {
     /// The recording, opened to show it.
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error(transparent)]
-    Sql(#[from] rusqlite::Error),
     /// The recording, read to show it.
     #[error(transparent)]
     Query(#[from] crate::query::QueryError),

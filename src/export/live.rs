@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use super::otlp::{Endpoint, OtlpError, SPANS_PER_REQUEST, Sender};
 use super::spans::{Span, SpanOptions, session_spans};
 use crate::query::Reader;
-use crate::query::{self, SessionRef, Window};
 use crate::query::Result;
+use crate::query::{self, SessionRef, Window};
 
 /// The builder looks at the recording this often at most...
 const MIN_INTERVAL: Duration = Duration::from_secs(1);
@@ -280,11 +280,7 @@ fn build_until_stopped(
 /// And the largest message id the snapshot holds.
 type Look = (Vec<String>, Vec<Span>, Option<i64>, i64);
 
-fn connection_spans(
-    reader: &Reader,
-    connection_id: i64,
-    options: SpanOptions,
-) -> Result<Look> {
+fn connection_spans(reader: &Reader, connection_id: i64, options: SpanOptions) -> Result<Look> {
     reader.snapshot(|reader| {
         let newest = query::newest_line_time(reader, connection_id)?;
         let max_id = query::max_message_id(reader)?;

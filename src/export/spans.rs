@@ -22,8 +22,8 @@
 use sha2::{Digest, Sha256};
 
 use crate::query::Reader;
-use crate::query::{self, SessionRef, Window};
 use crate::query::Result;
+use crate::query::{self, SessionRef, Window};
 
 /// What a span says: a flat list of typed attributes, as OpenTelemetry has them.
 #[derive(Debug, Clone, PartialEq)]

@@ -143,7 +143,7 @@ pub enum TraceError {
     #[error("no connection {0} in the database")]
     NoConnection(i64),
     #[error(transparent)]
-    Sql(#[from] rusqlite::Error),
+    Query(#[from] crate::query::QueryError),
     #[error(transparent)]
     Json(#[from] serde_json::Error),
 }
@@ -158,7 +158,8 @@ pub fn export(reader: &Reader, connection_id: i64) -> Result<Vec<String>, TraceE
 
 /// The connection's trace events, in `seq` order (see the module documentation).
 pub fn events(reader: &Reader, connection_id: i64) -> Result<Vec<TraceEvent>, TraceError> {
-    let started_at = query::connection_started_at(reader, connection_id)?
+    let started_at = query::connection_started_at(reader, connection_id)
+        .map_err(query::QueryError::from)?
         .ok_or(TraceError::NoConnection(connection_id))?;
     let mut tracer = Tracer::default();
     let mut last_us = 0;
@@ -193,7 +194,8 @@ pub fn events(reader: &Reader, connection_id: i64) -> Result<Vec<TraceEvent>, Tr
             }
             (_, value) => tracer.message(&at, value),
         }
-    })?;
+    })
+    .map_err(query::QueryError::from)?;
     Ok(tracer.events)
 }
 

@@ -21,8 +21,8 @@ use crate::protocol::conversation::{Conversation, Role};
 use crate::protocol::state::PermissionShapes;
 use crate::protocol::{Direction, MessageKind};
 use crate::query::Reader;
-use crate::query::{self, PermissionRow, SessionLine, SessionRef, SessionSummary, ToolCallRow};
 use crate::query::Result;
+use crate::query::{self, PermissionRow, SessionLine, SessionRef, SessionSummary, ToolCallRow};
 
 #[derive(Debug, Serialize)]
 pub struct Timeline {

@@ -431,7 +431,11 @@ pub(crate) fn migrations() -> Migrations<'static> {
 /// more.
 const INCREMENTAL_BLOB_BYTES: usize = 1024 * 1024;
 
-fn insert_message(tx: &Transaction, connection_id: i64, row: &LineToWrite) -> rusqlite::Result<i64> {
+fn insert_message(
+    tx: &Transaction,
+    connection_id: i64,
+    row: &LineToWrite,
+) -> rusqlite::Result<i64> {
     let large = row.raw.len() > INCREMENTAL_BLOB_BYTES;
     let mut insert = tx.prepare_cached(
         "INSERT INTO messages (connection_id, seq, ts, direction, kind, rpc_id, method, session_id,

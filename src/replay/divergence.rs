@@ -97,7 +97,7 @@ impl Report {
 
 /// The protocol version a recorded connection negotiated, read as the replay reads its script
 /// (the session state of its first lines: `initialize` and its answer come first).
-fn connection_version(reader: &Reader, connection_id: i64) -> rusqlite::Result<Option<Version>> {
+fn connection_version(reader: &Reader, connection_id: i64) -> query::Result<Option<Version>> {
     /// Enough lines to reach the answer to `initialize` of any real connection.
     const OPENING_LINES: usize = 64;
     let opening: Vec<ScriptLine> =
@@ -145,7 +145,7 @@ fn turn_lines(
     turns: &[query::Turn],
     version: Option<Version>,
     cwd: Option<&str>,
-) -> rusqlite::Result<Vec<TurnLines>> {
+) -> query::Result<Vec<TurnLines>> {
     let v2 = version.is_some_and(Version::is_v2);
     let mut conversation = Conversation::new();
     let mut touched: Vec<Vec<usize>> = vec![Vec::new(); turns.len()];
@@ -226,7 +226,7 @@ fn v2_asks(
     session: &SessionRef,
     turns: &[query::Turn],
     cwd: Option<&str>,
-) -> rusqlite::Result<Vec<Vec<String>>> {
+) -> query::Result<Vec<Vec<String>>> {
     let calls: HashMap<String, (String, String)> = query::session_tool_calls(reader, session)?
         .into_iter()
         .map(|c| {
@@ -289,11 +289,7 @@ fn v2_asks(
 /// `rawInput` dropped), with a tool call's kind, title and status read as empty where it has
 /// none, and the agent text, the stop reason and what a permission request asks read as the
 /// module's comment says.
-fn shape(
-    reader: &Reader,
-    session: &SessionRef,
-    version: Option<Version>,
-) -> rusqlite::Result<Shape> {
+fn shape(reader: &Reader, session: &SessionRef, version: Option<Version>) -> query::Result<Shape> {
     let mut shape = compare::shape(reader, session)?;
     let prompts = query::turns(reader, session)?;
     let cwd = query::session_summary_of(reader, session)?.cwd;
@@ -343,7 +339,7 @@ fn live_session(
     reader: &Reader,
     original: &SessionRef,
     live_connection: i64,
-) -> rusqlite::Result<Option<SessionRef>> {
+) -> query::Result<Option<SessionRef>> {
     let sessions = |connection: i64| query::announced_sessions(reader, connection);
     let position = sessions(original.connection_id)?
         .iter()
@@ -364,7 +360,7 @@ pub fn compare(
     original: &SessionRef,
     live_connection: i64,
     compare_text: bool,
-) -> rusqlite::Result<Report> {
+) -> query::Result<Report> {
     let mut report = Report {
         original: Some(original.clone()),
         ..Report::default()

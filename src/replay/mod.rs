@@ -58,7 +58,7 @@ pub enum ReplayError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Sql(#[from] rusqlite::Error),
+    Query(#[from] crate::query::QueryError),
     #[error(transparent)]
     Json(#[from] serde_json::Error),
     /// Writing to the live peer.

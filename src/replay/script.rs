@@ -21,7 +21,7 @@ pub struct ScriptLine {
 }
 
 /// The c2a and a2c lines of a connection, in order (stderr left out).
-pub fn load(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<ScriptLine>> {
+pub fn load(reader: &Reader, connection_id: i64) -> query::Result<Vec<ScriptLine>> {
     Ok(query::connection_lines(reader, connection_id)?
         .into_iter()
         .filter_map(|line| {

@@ -38,8 +38,8 @@ use super::show::{self, Item, TurnView};
 use super::{format_duration, format_time, one_line, protocol_label};
 use crate::protocol::{Direction, MessageKind};
 use crate::query::Reader;
-use crate::query::{self, MessageRow, PermissionRow, SessionRef, ToolCallRow};
 use crate::query::Result;
+use crate::query::{self, MessageRow, PermissionRow, SessionRef, ToolCallRow};
 use diff::diff;
 
 /// Payloads longer than this (in bytes) are shown truncated, with an expander for the rest.
