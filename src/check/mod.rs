@@ -17,7 +17,7 @@
 //!
 //! Pure: no I/O, no database. The command line feeds it and prints what it finds (`output.rs`).
 
-pub mod output;
+pub(crate) mod output;
 mod schema;
 
 use std::collections::{HashMap, HashSet};
@@ -38,7 +38,7 @@ pub enum Severity {
 }
 
 impl Severity {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Severity::Info => "info",
             Severity::Warning => "warning",
@@ -113,7 +113,7 @@ rules! {
 }
 
 /// The rule with this id.
-pub fn rule(id: &str) -> Option<&'static Rule> {
+pub(crate) fn rule(id: &str) -> Option<&'static Rule> {
     RULES.iter().find(|r| r.id == id)
 }
 
@@ -123,7 +123,7 @@ pub use crate::protocol::Direction;
 
 /// One line of the conversation, as recorded (stderr lines are not given).
 #[derive(Debug, Clone)]
-pub struct Line<'a> {
+pub(crate) struct Line<'a> {
     pub seq: i64,
     pub direction: Direction,
     pub raw: &'a [u8],
@@ -131,7 +131,7 @@ pub struct Line<'a> {
 
 /// A rule broken at a line.
 #[derive(Debug, Clone, Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub rule: &'static str,
     pub severity: Severity,
     pub seq: i64,
@@ -784,14 +784,14 @@ fn wrong_version(negotiated: Version, other: Version, method: &str) -> String {
 
 /// What checking a conversation found.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub findings: Vec<Finding>,
     /// The agent's name and version, as it answered initialize.
     pub agent: Option<String>,
 }
 
 /// Checks a conversation, given its lines in order.
-pub fn check<'a>(lines: impl IntoIterator<Item = Line<'a>>) -> Outcome {
+pub(crate) fn check<'a>(lines: impl IntoIterator<Item = Line<'a>>) -> Outcome {
     let mut conversation = Conversation::default();
     let mut last = None;
     for line in lines {
@@ -882,27 +882,27 @@ mod tests {
         use serde::Serialize;
         use serde_json::json;
 
-        pub const SESSION: &str = "s";
+        pub(crate) const SESSION: &str = "s";
 
-        pub fn request(id: i64, method: &str, params: impl Serialize) -> String {
+        pub(crate) fn request(id: i64, method: &str, params: impl Serialize) -> String {
             json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
         }
-        pub fn notification(method: &str, params: impl Serialize) -> String {
+        pub(crate) fn notification(method: &str, params: impl Serialize) -> String {
             json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
         }
-        pub fn answer(id: i64, result: impl Serialize) -> String {
+        pub(crate) fn answer(id: i64, result: impl Serialize) -> String {
             json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
         }
-        pub fn update(session: &str, update: v2::SessionUpdate) -> String {
+        pub(crate) fn update(session: &str, update: v2::SessionUpdate) -> String {
             notification(
                 "session/update",
                 v2::UpdateSessionNotification::new(session, update),
             )
         }
-        pub fn state(session: &str, state: v2::StateUpdate) -> String {
+        pub(crate) fn state(session: &str, state: v2::StateUpdate) -> String {
             update(session, v2::SessionUpdate::StateUpdate(state))
         }
-        pub fn idle(session: &str) -> String {
+        pub(crate) fn idle(session: &str) -> String {
             state(
                 session,
                 v2::StateUpdate::Idle(
@@ -911,7 +911,7 @@ mod tests {
             )
         }
         /// initialize with protocol version 2 both ways, and a session `s`.
-        pub fn opening() -> Vec<(&'static str, String)> {
+        pub(crate) fn opening() -> Vec<(&'static str, String)> {
             let version = ProtocolVersion::V2;
             vec![
                 (
@@ -942,7 +942,7 @@ mod tests {
                 ("a2c", answer(1, v2::NewSessionResponse::new(SESSION))),
             ]
         }
-        pub fn permission(id: i64) -> v2::RequestPermissionRequest {
+        pub(crate) fn permission(id: i64) -> v2::RequestPermissionRequest {
             v2::RequestPermissionRequest::new(
                 SESSION,
                 "Run ls",

@@ -7,7 +7,7 @@ use crate::terminal::{NAME_BYTES, VALUE_BYTES, terminal_line};
 
 /// One conversation checked: where it came from and what was found.
 #[derive(Debug, Clone, Serialize)]
-pub struct Checked {
+pub(crate) struct Checked {
     /// The session id, or the transcript's path.
     pub source: String,
     /// The agent's name from initialize, when known.
@@ -20,7 +20,7 @@ pub struct Checked {
 
 /// `text` with the five XML special characters escaped, and the characters XML 1.0 cannot hold
 /// replaced (a recorded line may hold anything).
-pub fn xml_escape(text: &str) -> String {
+pub(crate) fn xml_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -39,7 +39,7 @@ pub fn xml_escape(text: &str) -> String {
 
 /// One finding as a line of text: its message quotes what the conversation holds, so it is made
 /// safe and cut (`terminal_line`).
-pub fn finding_line(finding: &Finding) -> String {
+pub(crate) fn finding_line(finding: &Finding) -> String {
     format!(
         "  seq {:<6} {} {:<7} {:<30} {}",
         finding.seq,
@@ -51,7 +51,7 @@ pub fn finding_line(finding: &Finding) -> String {
 }
 
 /// The text report.
-pub fn text(checked: &[Checked], fail_on: Severity) -> String {
+pub(crate) fn text(checked: &[Checked], fail_on: Severity) -> String {
     let mut out = String::new();
     for c in checked {
         let failing = c.findings.iter().filter(|f| f.severity >= fail_on).count();
@@ -97,7 +97,7 @@ pub fn text(checked: &[Checked], fail_on: Severity) -> String {
 
 /// JUnit XML: a test suite per conversation, a test case per rule, failed (or errored) where
 /// the rule has findings at or above `fail_on`; findings below it are in the case's output.
-pub fn junit(checked: &[Checked], fail_on: Severity) -> String {
+pub(crate) fn junit(checked: &[Checked], fail_on: Severity) -> String {
     let mut suites = String::new();
     let (mut tests, mut failures) = (0, 0);
     for c in checked {

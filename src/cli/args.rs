@@ -18,7 +18,7 @@ use crate::record::Store;
 /// byte both ways unchanged and records the conversation into SQLite.
 #[derive(Debug, Parser)]
 #[command(name = "acptap", version, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The configuration file [default: $XDG_CONFIG_HOME/acptap/config.toml]
     #[arg(long, global = true, env = "ACPTAP_CONFIG", value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -27,7 +27,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run an agent behind the recording proxy: `acptap run [OPTIONS] -- AGENT [ARGS...]`.
     Run(RunArgs),
     /// List recorded sessions, most recent first.
@@ -92,7 +92,7 @@ pub enum Command {
 
 /// Where recordings are.
 #[derive(Debug, Clone, Args)]
-pub struct DbArgs {
+pub(crate) struct DbArgs {
     /// The SQLite database [default: $XDG_DATA_HOME/acptap/acptap.db]
     #[arg(long, env = "ACPTAP_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -101,7 +101,7 @@ pub struct DbArgs {
 impl DbArgs {
     /// `--db`, else `$ACPTAP_DB` (clap reads both), else the config file's `db`, else the XDG
     /// default.
-    pub fn path(&self) -> anyhow::Result<PathBuf> {
+    pub(crate) fn path(&self) -> anyhow::Result<PathBuf> {
         super::resolve_db(
             self.db.clone(),
             config::current().db.clone(),
@@ -122,7 +122,7 @@ impl DbArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// A label stored with the recording, to find it again.
@@ -169,7 +169,7 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// Sessions (an id, a unique prefix, or `last`: the session's whole connection is checked)
@@ -188,7 +188,7 @@ pub struct CheckArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DiffArgs {
+pub(crate) struct DiffArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// A session (an id, a unique prefix, or `last`) or a transcript file (`FILE.jsonl`).
@@ -206,7 +206,7 @@ pub struct DiffArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct SearchArgs {
+pub(crate) struct SearchArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// Words to find in what was said and done (prompts, agent text, tool titles, commands,
@@ -231,7 +231,7 @@ pub struct SearchArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct UiArgs {
+pub(crate) struct UiArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// The port on 127.0.0.1 [default: a free one]
@@ -243,7 +243,7 @@ pub struct UiArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RedactCheckArgs {
+pub(crate) struct RedactCheckArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// List what would be redacted (the only mode: nothing is ever rewritten).
@@ -262,19 +262,19 @@ pub struct RedactCheckArgs {
 
 /// What `replay --as client --compare` adds to the comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CompareMore {
+pub(crate) enum CompareMore {
     /// The agent's message text of each turn.
     Text,
 }
 
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     #[command(flatten)]
     pub db: DbArgs,
 }
 
 #[derive(Debug, Args)]
-pub struct SessionsArgs {
+pub(crate) struct SessionsArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// How many sessions to list.
@@ -286,7 +286,7 @@ pub struct SessionsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// A session id, a unique prefix of one, or `last`.
@@ -298,7 +298,7 @@ pub struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ToolsArgs {
+pub(crate) struct ToolsArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// A session id, a unique prefix of one, or `last` [default: all sessions]
@@ -316,7 +316,7 @@ pub struct ToolsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// A session id, a unique prefix of one, or `last`.
@@ -332,7 +332,7 @@ pub struct ReportArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct TailArgs {
+pub(crate) struct TailArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// One JSON object a line, for machines.
@@ -347,14 +347,14 @@ pub struct TailArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorArg {
+pub(crate) enum ColorArg {
     Auto,
     Always,
     Never,
 }
 
 #[derive(Debug, Args)]
-pub struct StatsArgs {
+pub(crate) struct StatsArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// A session id, a unique prefix of one, or `last` [default: everything, or --since]
@@ -369,7 +369,7 @@ pub struct StatsArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PruneArgs {
+pub(crate) struct PruneArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// Delete connections that started longer ago than this: 30d, 12h.
@@ -384,13 +384,13 @@ pub struct PruneArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DbOnlyArgs {
+pub(crate) struct DbOnlyArgs {
     #[command(flatten)]
     pub db: DbArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReplayRole {
+pub(crate) enum ReplayRole {
     /// Play the recorded agent; a live client talks to acptap's stdin/stdout.
     Agent,
     /// Play the recorded client against a live agent started from the command after `--`.
@@ -398,7 +398,7 @@ pub enum ReplayRole {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SessionIds {
+pub(crate) enum SessionIds {
     /// Send the recorded session ids.
     Keep,
     /// Give each recorded session a new id.
@@ -406,7 +406,7 @@ pub enum SessionIds {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FsSource {
+pub(crate) enum FsSource {
     /// Answer the agent's fs/* requests from the recording.
     Recorded,
     /// Serve the real file system.
@@ -414,7 +414,7 @@ pub enum FsSource {
 }
 
 #[derive(Debug, Args)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// A session id, a unique prefix of one, or `last`; its whole connection is replayed.
@@ -470,7 +470,7 @@ pub struct ReplayArgs {
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ExportFormat {
+pub(crate) enum ExportFormat {
     /// One JSON record a line: {"seq", "t", "dir", "eol", "text"}.
     Jsonl,
     /// The NDJSON trace of the ACP conductor, for `agent-client-protocol-trace-viewer`.
@@ -482,7 +482,7 @@ pub enum ExportFormat {
 }
 
 #[derive(Debug, Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// A session id, a unique prefix of one, or `last`; its whole connection is exported.
@@ -512,7 +512,7 @@ pub struct ExportArgs {
 
 /// What is hidden from the recording: the same for `run` and `import`.
 #[derive(Debug, Args)]
-pub struct RedactArgs {
+pub(crate) struct RedactArgs {
     /// Replace matches of this regex with [REDACTED:pattern] in what is recorded, never in what
     /// is forwarded (repeatable; adds to the config file's [redact] patterns).
     #[arg(long = "redact", value_name = "REGEX")]
@@ -546,7 +546,7 @@ impl RedactArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ImportArgs {
+pub(crate) struct ImportArgs {
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
@@ -564,7 +564,7 @@ pub struct ImportArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// The SQLite database to record into [default: $ACPTAP_DB, else a new temporary file]
     #[arg(long, env = "ACPTAP_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,

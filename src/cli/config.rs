@@ -23,7 +23,7 @@ use serde::Deserialize;
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     #[serde(default)]
     pub db: Option<PathBuf>,
     #[serde(default)]
@@ -41,7 +41,7 @@ pub struct Config {
 /// `acptap check`'s settings.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CheckConfig {
+pub(crate) struct CheckConfig {
     /// Rules not reported for an agent: its name as it answers initialize (a prefix of
     /// "NAME VERSION" matches, so "Gemini CLI" covers every version), or "*" for every agent.
     #[serde(default)]
@@ -50,7 +50,7 @@ pub struct CheckConfig {
 
 impl CheckConfig {
     /// Whether findings of `rule` are silenced for `agent`.
-    pub fn silenced(&self, agent: Option<&str>, rule: &str) -> bool {
+    pub(crate) fn silenced(&self, agent: Option<&str>, rule: &str) -> bool {
         self.silence.iter().any(|(who, rules)| {
             (who == "*" || agent.is_some_and(|a| a.starts_with(who.as_str())))
                 && rules.iter().any(|r| r == rule)
@@ -58,7 +58,7 @@ impl CheckConfig {
     }
 
     /// Every silenced rule id is a rule: a typo would silence nothing.
-    pub fn validate(&self) -> anyhow::Result<()> {
+    pub(crate) fn validate(&self) -> anyhow::Result<()> {
         for (who, rules) in &self.silence {
             for rule in rules {
                 if crate::check::rule(rule).is_none() {
@@ -76,7 +76,7 @@ impl CheckConfig {
 /// the environment do not say; and whether every `acptap run` sends.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct OtlpConfig {
+pub(crate) struct OtlpConfig {
     pub endpoint: Option<String>,
     #[serde(default)]
     pub headers: std::collections::BTreeMap<String, String>,
@@ -92,7 +92,7 @@ impl OtlpConfig {
     /// The endpoint: `url` (the command line), else the OpenTelemetry environment variables,
     /// else this section's `endpoint`, else localhost; headers from this section, then the
     /// environment, then `headers` (the command line), the later winning.
-    pub fn endpoint(
+    pub(crate) fn endpoint(
         &self,
         url: Option<&str>,
         headers: Vec<(String, String)>,
@@ -115,7 +115,7 @@ impl OtlpConfig {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ColorChoice {
+pub(crate) enum ColorChoice {
     Auto,
     Always,
     Never,
@@ -123,7 +123,7 @@ pub enum ColorChoice {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RedactConfig {
+pub(crate) struct RedactConfig {
     #[serde(default = "yes")]
     pub default: bool,
     #[serde(default)]
@@ -146,7 +146,7 @@ fn yes() -> bool {
 static CONFIG: OnceLock<Config> = OnceLock::new();
 
 /// The configuration in force (empty until [`load`] ran).
-pub fn current() -> &'static Config {
+pub(crate) fn current() -> &'static Config {
     CONFIG.get_or_init(Config::default)
 }
 
@@ -155,7 +155,7 @@ pub fn current() -> &'static Config {
 ///
 /// As the specification says, a relative `$VAR` is ignored; an empty or relative `$HOME` is no
 /// home at all (so nothing lands in the current directory by accident).
-pub fn xdg_path(var: &str, fallback: &str, name: &str) -> Option<PathBuf> {
+pub(crate) fn xdg_path(var: &str, fallback: &str, name: &str) -> Option<PathBuf> {
     let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     let base = std::env::var_os(var).and_then(absolute).or_else(|| {
         std::env::var_os("HOME")
@@ -178,7 +178,7 @@ fn expand_home(path: &Path) -> PathBuf {
 }
 
 /// Reads the configuration once, before any command runs.
-pub fn load(explicit: Option<&Path>) -> anyhow::Result<&'static Config> {
+pub(crate) fn load(explicit: Option<&Path>) -> anyhow::Result<&'static Config> {
     let path = match explicit {
         Some(path) => Some(path.to_owned()),
         None => default_path().filter(|p| p.exists()),

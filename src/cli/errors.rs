@@ -9,7 +9,7 @@ const ERROR_BYTES: usize = 4096;
 /// `file is not a database: file is not a database: Error code 26: file is not a database`).
 /// Made safe for a terminal, on one line and cut (`terminal_line`): what it quotes may come from
 /// a recording or a transcript.
-pub fn error_chain(error: &anyhow::Error) -> String {
+pub(crate) fn error_chain(error: &anyhow::Error) -> String {
     let mut said = String::new();
     let mut previous = String::new();
     for cause in error.chain() {

@@ -8,7 +8,7 @@
 
 mod args;
 mod commands;
-pub mod config;
+pub(crate) mod config;
 mod errors;
 mod policy;
 
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-pub use args::*;
+pub(crate) use args::*;
 
 /// Writes a file only its owner can read, as the database is (a report or a transcript holds what
 /// the session said).
@@ -83,7 +83,7 @@ fn init_logging() {
         .try_init();
 }
 
-pub fn run(cli: Cli) -> anyhow::Result<i32> {
+pub(crate) fn run(cli: Cli) -> anyhow::Result<i32> {
     let config = config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Run(args) => commands::run::run(args, config),
@@ -131,7 +131,7 @@ pub(crate) fn resolve_db(
 }
 
 /// `$XDG_DATA_HOME/acptap/acptap.db`, else `~/.local/share/acptap/acptap.db`.
-pub fn default_db_path() -> Option<PathBuf> {
+pub(crate) fn default_db_path() -> Option<PathBuf> {
     config::xdg_path("XDG_DATA_HOME", ".local/share", "acptap.db")
 }
 

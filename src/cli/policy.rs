@@ -13,13 +13,13 @@ use crate::policy::{Context, Decision, Policy, Redecided, Verdict};
 use crate::query::{self, RecordedPermission};
 
 #[derive(Debug, Args)]
-pub struct PolicyArgs {
+pub(crate) struct PolicyArgs {
     #[command(subcommand)]
     pub command: PolicyCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum PolicyCommand {
+pub(crate) enum PolicyCommand {
     /// Decide one permission request (a file with its params, or the whole JSON-RPC message).
     Check(PolicyCheckArgs),
     /// Run the `match` / `not_match` examples and `[[test]]` blocks of policy files.
@@ -29,7 +29,7 @@ pub enum PolicyCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct PolicyCheckArgs {
+pub(crate) struct PolicyCheckArgs {
     /// A policy file (repeatable; rules are taken in order).
     #[arg(long = "policy", value_name = "FILE", required = true)]
     pub policies: Vec<PathBuf>,
@@ -51,7 +51,7 @@ pub struct PolicyCheckArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct TestArgs {
+pub(crate) struct TestArgs {
     /// Policy files.
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
@@ -61,7 +61,7 @@ pub struct TestArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct PolicyReplayArgs {
+pub(crate) struct PolicyReplayArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// A policy file (repeatable).
@@ -75,7 +75,7 @@ pub struct PolicyReplayArgs {
     pub json: bool,
 }
 
-pub fn run(args: PolicyArgs) -> anyhow::Result<i32> {
+pub(crate) fn run(args: PolicyArgs) -> anyhow::Result<i32> {
     match args.command {
         PolicyCommand::Check(args) => check(args),
         PolicyCommand::Test(args) => test(args),

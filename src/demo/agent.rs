@@ -62,7 +62,7 @@ impl<R: BufRead, W: Write> Peer<R, W> {
 
 /// Serves ACP on `input`/`output` until end of input. `altered` plays a slightly different turn
 /// (no failing test run, another search title, stop reason `max_tokens`), to test replays.
-pub fn run(input: impl BufRead, output: impl Write, altered: bool) -> io::Result<()> {
+pub(crate) fn run(input: impl BufRead, output: impl Write, altered: bool) -> io::Result<()> {
     let mut peer = Peer {
         input,
         output,

@@ -5,7 +5,7 @@
 //! child process, drives one prompt turn, answers the agent's permission request, then prints the
 //! `show` view of what was recorded.
 
-pub mod agent;
+pub(crate) mod agent;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ use crate::record::store::StoreError;
 
 /// What can stop the demo.
 #[derive(Debug, thiserror::Error)]
-pub enum DemoError {
+pub(crate) enum DemoError {
     /// The temporary directory of the demo's database.
     #[error("cannot create {}", dir.display())]
     CreateDir {
@@ -61,7 +61,7 @@ pub enum DemoError {
     Io(#[from] std::io::Error),
 }
 
-pub fn run_demo(db: Option<PathBuf>) -> Result<i32, DemoError> {
+pub(crate) fn run_demo(db: Option<PathBuf>) -> Result<i32, DemoError> {
     let db = match db.filter(|p| !p.as_os_str().is_empty()) {
         Some(path) => path,
         None => {

@@ -57,7 +57,7 @@ const BUSY_PATIENCE: Duration = Duration::from_secs(2);
 
 /// What the live export did, for the note at the end of the run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LiveStats {
+pub(crate) struct LiveStats {
     /// Spans built from the recording and handed to the sender.
     pub spans: usize,
     pub sent: usize,
@@ -99,7 +99,7 @@ impl Shared {
 }
 
 /// A running live export; [`LiveExport::finish`] ends it.
-pub struct LiveExport {
+pub(crate) struct LiveExport {
     shared: Arc<Shared>,
     builder: JoinHandle<()>,
     sender_done: Receiver<()>,
@@ -109,7 +109,7 @@ impl LiveExport {
     /// Starts the builder and sender threads for the connection that `recorded_as` will name,
     /// recorded into `db`. Fails only when the exporter cannot be set up (a malformed URL), so
     /// that it is said before the agent starts.
-    pub fn start(
+    pub(crate) fn start(
         db: PathBuf,
         recorded_as: Arc<OnceLock<i64>>,
         endpoint: &Endpoint,
@@ -174,7 +174,7 @@ impl LiveExport {
     /// Sends what is left (every span, finished or not: the connection has ended), waiting at
     /// most `patience` for the collector, and says what happened. Spans still unsent then are
     /// counted as lost.
-    pub fn finish(self, patience: Duration) -> LiveStats {
+    pub(crate) fn finish(self, patience: Duration) -> LiveStats {
         let give_up_at = Instant::now() + patience;
         let _ = self.shared.give_up_at.set(give_up_at);
         *self.shared.stop.lock().unwrap_or_else(|e| e.into_inner()) = true;

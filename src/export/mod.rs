@@ -4,8 +4,8 @@
 //! (`acptap run --otlp`). Every export reads through the read-only
 //! `query::Reader`.
 
-pub mod live;
-pub mod otlp;
+pub(crate) mod live;
+pub(crate) mod otlp;
 pub mod spans;
 pub mod trace;
-pub mod transcript;
+pub(crate) mod transcript;

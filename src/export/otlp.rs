@@ -27,7 +27,7 @@ use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanExporter, SpanLinks};
 use super::spans::{Attribute, Span, SpanKind, Status};
 
 /// Spans sent in one request: a long session goes in several.
-pub const SPANS_PER_REQUEST: usize = 512;
+pub(crate) const SPANS_PER_REQUEST: usize = 512;
 
 /// A refused request is sent again after this, then after twice as long, each wait at most
 /// [`LAST_RETRY`].
@@ -35,13 +35,13 @@ const FIRST_RETRY: Duration = Duration::from_millis(250);
 const LAST_RETRY: Duration = Duration::from_secs(8);
 
 /// The deadline of one request of `export`: its answer, headers and body, complete within it.
-pub const EXPORT_REQUEST_DEADLINE: Duration = Duration::from_secs(10);
+pub(crate) const EXPORT_REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 
 /// What stands for a credential in what acptap shows.
 const MASK: &str = "***";
 
 #[derive(Debug, thiserror::Error)]
-pub enum OtlpError {
+pub(crate) enum OtlpError {
     #[error("cannot set up the OTLP exporter for {endpoint}: {message}")]
     Setup { endpoint: String, message: String },
     #[error("{endpoint} did not take the spans ({sent} of {total} sent): {failure}")]
@@ -57,14 +57,14 @@ pub enum OtlpError {
 /// masked): what happened, and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what}; {fix}")]
-pub struct SendFailure {
+pub(crate) struct SendFailure {
     pub what: String,
     pub fix: &'static str,
 }
 
 /// Where and how to send.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// The traces URL, `http://host:4318/v1/traces`.
     pub url: String,
     /// Extra HTTP headers (an API key, for instance).
@@ -76,7 +76,7 @@ pub struct Endpoint {
 ///
 /// The error names a header by its name only where that is a header name: what is not may be a
 /// piece of its value (`Bearer KEY=...`), which is never shown.
-pub fn check_header(name: &str, value: &str) -> Result<(), HeaderError> {
+pub(crate) fn check_header(name: &str, value: &str) -> Result<(), HeaderError> {
     if !is_header_name(name) {
         return Err(HeaderError::Name);
     }
@@ -88,7 +88,7 @@ pub fn check_header(name: &str, value: &str) -> Result<(), HeaderError> {
 
 /// A header that cannot be sent.
 #[derive(Debug, thiserror::Error)]
-pub enum HeaderError {
+pub(crate) enum HeaderError {
     #[error(
         "a header's name is letters, digits, `-` and `_` only (the name given is not shown: \
          it may hold a piece of the value)"
@@ -100,7 +100,7 @@ pub enum HeaderError {
 
 /// An endpoint, or headers, that acptap will not send to. URLs are shown masked.
 #[derive(Debug, thiserror::Error)]
-pub enum EndpointError {
+pub(crate) enum EndpointError {
     #[error(
         "`{0}` is not an OTLP/HTTP endpoint: give a URL such as http://localhost:4318 \
          (acptap sends OTLP over HTTP with protobuf, not gRPC)"
@@ -129,7 +129,7 @@ pub enum EndpointError {
 }
 
 /// Whether `name` can be a header's name: letters, digits, `-` and `_`.
-pub fn is_header_name(name: &str) -> bool {
+pub(crate) fn is_header_name(name: &str) -> bool {
     !name.is_empty()
         && name
             .bytes()
@@ -138,19 +138,19 @@ pub fn is_header_name(name: &str) -> bool {
 
 impl Endpoint {
     /// The URL as it may be shown: its credentials replaced by `***` (see [`masked`]).
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         masked(&self.url, &self.url)
     }
 
     /// `text`, a message about this endpoint, with the URL's credentials masked wherever they
     /// appear in it (see [`masked`]).
-    pub fn mask(&self, text: &str) -> String {
+    pub(crate) fn mask(&self, text: &str) -> String {
         masked(&self.url, text)
     }
 
     /// `url` as given, with `/v1/traces` added to its path when it names only a host (as
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` does); a query stays after the path.
-    pub fn new(url: &str, headers: Vec<(String, String)>) -> Endpoint {
+    pub(crate) fn new(url: &str, headers: Vec<(String, String)>) -> Endpoint {
         let host_at = host_at(url);
         let query_at = url[host_at..]
             .find(['?', '#'])
@@ -171,7 +171,7 @@ impl Endpoint {
 /// `http://localhost:4318` (`/v1/traces` added unless the URL ends in it); and the headers of `OTEL_EXPORTER_OTLP_HEADERS`
 /// and `OTEL_EXPORTER_OTLP_TRACES_HEADERS` (`name=value` pairs separated by commas, values
 /// percent-encoded).
-pub fn from_environment(
+pub(crate) fn from_environment(
     url: Option<&str>,
     defaults: Vec<(String, String)>,
     mut headers: Vec<(String, String)>,
@@ -241,7 +241,7 @@ pub fn from_environment(
 /// credential, as written and percent-decoded, is masked wherever else it appears (one shorter
 /// than [`MIN_FREE_SECRET`] only where it stands alone, so that a password `pw` does not eat
 /// the `pw` of another word).
-pub fn masked(url: &str, text: &str) -> String {
+pub(crate) fn masked(url: &str, text: &str) -> String {
     let mut forms = vec![url.to_owned()];
     if let Ok(parsed) = reqwest::Url::parse(url) {
         forms.push(parsed.as_str().to_owned());
@@ -698,7 +698,7 @@ impl opentelemetry_http::HttpClient for GuardedClient {
 }
 
 /// One OTLP/HTTP exporter, for any number of requests to one endpoint.
-pub struct Sender {
+pub(crate) struct Sender {
     exporter: opentelemetry_otlp::SpanExporter,
     endpoint: Endpoint,
     /// Why the last request failed, as the HTTP client saw it.
@@ -707,7 +707,7 @@ pub struct Sender {
 
 impl Sender {
     /// An exporter whose requests each have `deadline` for their whole answer.
-    pub fn new(endpoint: &Endpoint, deadline: Duration) -> Result<Sender, OtlpError> {
+    pub(crate) fn new(endpoint: &Endpoint, deadline: Duration) -> Result<Sender, OtlpError> {
         let setup = |message: String| OtlpError::Setup {
             endpoint: endpoint.shown(),
             message: endpoint.mask(&message),
@@ -740,7 +740,7 @@ impl Sender {
     }
 
     /// The endpoint's URL as it may be shown.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.endpoint.shown()
     }
 
@@ -748,7 +748,11 @@ impl Sender {
     /// ingestion is full, 429) is there and busy: it gets the request again after 250 ms, then
     /// after twice as long each time, as the OTLP specification asks, while the attempts and
     /// waits fit in `patience`. The failure is the last attempt's.
-    pub fn send_request(&mut self, spans: &[Span], patience: Duration) -> Result<(), SendFailure> {
+    pub(crate) fn send_request(
+        &mut self,
+        spans: &[Span],
+        patience: Duration,
+    ) -> Result<(), SendFailure> {
         let started = Instant::now();
         let mut wait = FIRST_RETRY;
         loop {
@@ -787,7 +791,7 @@ impl Drop for Sender {
 }
 
 /// Sends `spans`, [`SPANS_PER_REQUEST`] at a time; returns how many were sent.
-pub fn send(spans: &[Span], endpoint: &Endpoint) -> Result<usize, OtlpError> {
+pub(crate) fn send(spans: &[Span], endpoint: &Endpoint) -> Result<usize, OtlpError> {
     let mut sender = Sender::new(endpoint, EXPORT_REQUEST_DEADLINE)?;
     let mut sent = 0;
     for chunk in spans.chunks(SPANS_PER_REQUEST) {
@@ -822,7 +826,7 @@ fn resource() -> Resource {
 /// The spans as one OTLP/JSON `ExportTraceServiceRequest` (the protocol's JSON mapping, by its
 /// own types): a file a collector takes as `POST /v1/traces` with `Content-Type:
 /// application/json`.
-pub fn to_json(spans: &[Span]) -> serde_json::Result<Vec<u8>> {
+pub(crate) fn to_json(spans: &[Span]) -> serde_json::Result<Vec<u8>> {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
     let mut request = ExportTraceServiceRequest {

@@ -82,11 +82,11 @@ pub struct SpanOptions {
 }
 
 /// A tool call's arguments or result is cut to this many bytes in a span attribute.
-pub const MAX_CONTENT_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_CONTENT_BYTES: usize = 16 * 1024;
 
 /// A W3C trace context (`traceparent`) a client put in a request's `_meta`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TraceParent {
+pub(crate) struct TraceParent {
     pub trace_id: [u8; 16],
     pub span_id: [u8; 8],
 }
@@ -94,7 +94,7 @@ pub struct TraceParent {
 /// Parses a `traceparent` value as W3C Trace Context level 1 defines it:
 /// `VERSION-TRACEID-PARENTID-FLAGS` in lowercase hex; version `ff` and all-zero ids are invalid;
 /// a version above 00 may carry more fields after the flags.
-pub fn parse_traceparent(text: &str) -> Option<TraceParent> {
+pub(crate) fn parse_traceparent(text: &str) -> Option<TraceParent> {
     fn hex<const N: usize>(text: &str) -> Option<[u8; N]> {
         if text.len() != 2 * N || !text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
             return None;
@@ -139,7 +139,7 @@ fn content(value: &serde_json::Value) -> Attribute {
 }
 
 /// The trace id of a session: a digest of its id and its connection's start.
-pub fn trace_id(session_id: &str, connection_started_at: i64) -> [u8; 16] {
+pub(crate) fn trace_id(session_id: &str, connection_started_at: i64) -> [u8; 16] {
     let digest = Sha256::new()
         .chain_update(b"acptap trace\0")
         .chain_update(session_id.as_bytes())
@@ -156,7 +156,7 @@ pub fn trace_id(session_id: &str, connection_started_at: i64) -> [u8; 16] {
 }
 
 /// The id of the span that stands for `what` in trace `trace`.
-pub fn span_id(trace: &[u8; 16], what: &str) -> [u8; 8] {
+pub(crate) fn span_id(trace: &[u8; 16], what: &str) -> [u8; 8] {
     let digest = Sha256::new()
         .chain_update(trace)
         .chain_update(what.as_bytes())

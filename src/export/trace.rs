@@ -87,16 +87,16 @@ use crate::protocol::{Direction, MessageKind};
 use crate::query::{self, Reader};
 
 /// The editor's swimlane.
-pub const CLIENT: &str = "client";
+pub(crate) const CLIENT: &str = "client";
 /// The agent's swimlane.
-pub const AGENT: &str = "agent";
+pub(crate) const AGENT: &str = "agent";
 /// acptap's swimlane: only for what its policy withheld or wrote.
-pub const ACPTAP: &str = "acptap";
+pub(crate) const ACPTAP: &str = "acptap";
 
 /// Whether a message is ACP's own or an MCP message carried over ACP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Protocol {
+pub(crate) enum Protocol {
     Acp,
     Mcp,
 }
@@ -104,7 +104,7 @@ pub enum Protocol {
 /// One event of the trace, serialised as the viewer reads it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum TraceEvent {
+pub(crate) enum TraceEvent {
     Request {
         ts: f64,
         protocol: Protocol,
@@ -157,7 +157,7 @@ pub fn export(reader: &Reader, connection_id: i64) -> Result<Vec<String>, TraceE
 }
 
 /// The connection's trace events, in `seq` order (see the module documentation).
-pub fn events(reader: &Reader, connection_id: i64) -> Result<Vec<TraceEvent>, TraceError> {
+pub(crate) fn events(reader: &Reader, connection_id: i64) -> Result<Vec<TraceEvent>, TraceError> {
     let started_at = query::connection_started_at(reader, connection_id)
         .map_err(query::QueryError::from)?
         .ok_or(TraceError::NoConnection(connection_id))?;

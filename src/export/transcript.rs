@@ -8,7 +8,10 @@ use crate::query::{QueryError, Reader};
 use crate::record::transcript::TranscriptRecord;
 
 /// The lines of a connection as transcript records (`t` relative to its first line).
-pub fn export(reader: &Reader, connection_id: i64) -> Result<Vec<TranscriptRecord>, QueryError> {
+pub(crate) fn export(
+    reader: &Reader,
+    connection_id: i64,
+) -> Result<Vec<TranscriptRecord>, QueryError> {
     let mut out = Vec::new();
     let mut first_ts = None;
     for line in query::connection_lines(reader, connection_id)? {

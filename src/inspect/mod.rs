@@ -2,16 +2,16 @@
 //! The data comes from `query`; this module only shapes and prints it.
 
 pub mod report;
-pub mod show;
+pub(crate) mod show;
 pub mod stats;
-pub mod tail;
+pub(crate) mod tail;
 
 use std::fmt::Write as _;
 
 use crate::query::{SessionSummary, ToolCallRow};
 
 /// `2026-11-21 12:03:04` (UTC) from microseconds since the epoch.
-pub fn format_time(us: i64) -> String {
+pub(crate) fn format_time(us: i64) -> String {
     let secs = us.div_euclid(1_000_000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -33,7 +33,7 @@ pub fn format_time(us: i64) -> String {
 }
 
 /// `850ms`, `12.3s`, `2m05s`.
-pub fn format_duration(us: i64) -> String {
+pub(crate) fn format_duration(us: i64) -> String {
     let ms = us / 1000;
     match ms {
         _ if us < 1000 => format!("{us}µs"),
@@ -50,7 +50,7 @@ pub use crate::terminal::{NAME_BYTES, VALUE_BYTES, cut_text, terminal_line, term
 
 /// Every string in `value` longer than `max` bytes cut, with `…[N more bytes]` after it: a
 /// recorded value sized for a page or a model, its structure kept.
-pub fn cut_json_strings(value: &mut serde_json::Value, max: usize) {
+pub(crate) fn cut_json_strings(value: &mut serde_json::Value, max: usize) {
     use serde_json::Value;
     match value {
         Value::String(text) => {
@@ -67,7 +67,7 @@ pub fn cut_json_strings(value: &mut serde_json::Value, max: usize) {
 
 /// A connection's protocol version as a person reads it: `v1`, `v2 (draft)`, `v7 (unknown)`,
 /// or the JSON as recorded when it is not a version number.
-pub fn protocol_label(version: &serde_json::Value) -> String {
+pub(crate) fn protocol_label(version: &serde_json::Value) -> String {
     match crate::protocol::Version::from_value(version) {
         Some(known) => known.to_string(),
         None => version.to_string(),
@@ -76,7 +76,7 @@ pub fn protocol_label(version: &serde_json::Value) -> String {
 
 /// The bytes of base64 `text` (the standard alphabet; padding optional, whitespace skipped), or
 /// `None` when it is not base64. For the output a v2 agent sends of its terminals.
-pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_base64(text: &str) -> Option<Vec<u8>> {
     use base64::Engine;
     use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
     const LENIENT: GeneralPurpose = GeneralPurpose::new(
@@ -89,7 +89,7 @@ pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
 
 /// `text` as one column of a table: on one line (newline, tab and CR read as spaces, as in
 /// prose), made safe by [`terminal_line`], and cut to `max` characters with `…`.
-pub fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let text = text.trim_start();
     // A character is at most 4 bytes: this keeps more than `max` characters, and a 100 MB
     // string costs no more than a short one.
@@ -172,12 +172,12 @@ fn render_tools_unescaped(rows: &[ToolCallRow]) -> String {
 }
 
 /// Safe for a terminal: every recorded string goes through [`terminal_safe`].
-pub fn render_sessions(sessions: &[SessionSummary]) -> String {
+pub(crate) fn render_sessions(sessions: &[SessionSummary]) -> String {
     terminal_safe(&render_sessions_unescaped(sessions)).into_owned()
 }
 
 /// Safe for a terminal: every recorded string goes through [`terminal_safe`].
-pub fn render_tools(rows: &[ToolCallRow]) -> String {
+pub(crate) fn render_tools(rows: &[ToolCallRow]) -> String {
     terminal_safe(&render_tools_unescaped(rows)).into_owned()
 }
 

@@ -25,7 +25,7 @@ use crate::query::Result;
 use crate::query::{self, PermissionRow, SessionLine, SessionRef, SessionSummary, ToolCallRow};
 
 #[derive(Debug, Serialize)]
-pub struct Timeline {
+pub(crate) struct Timeline {
     pub session: SessionSummary,
     /// What the session's lines held before its first turn (all of them when it has none): a
     /// `session/resume` or `session/load` and the history it replayed, a title set. Empty on a
@@ -37,7 +37,7 @@ pub struct Timeline {
 }
 
 #[derive(Debug, Serialize)]
-pub struct TurnView {
+pub(crate) struct TurnView {
     pub index: usize,
     pub prompt: String,
     pub started_at: i64,
@@ -50,7 +50,7 @@ pub struct TurnView {
 
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Item {
+pub(crate) enum Item {
     /// One message of the agent, with the text it ended with (its chunks and upserts applied).
     AgentText {
         text: String,
@@ -92,7 +92,7 @@ pub enum Item {
 
 /// An agent-owned terminal (v2 `terminal_update` and `terminal_output_chunk`) as it ended up.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct TerminalView {
+pub(crate) struct TerminalView {
     pub terminal_id: String,
     pub command: Option<String>,
     pub cwd: Option<String>,
@@ -107,11 +107,11 @@ pub struct TerminalView {
 }
 
 /// A terminal's output shown at most: its end, where a command says how it went.
-pub const TERMINAL_OUTPUT_KEPT: usize = 16 * 1024;
+pub(crate) const TERMINAL_OUTPUT_KEPT: usize = 16 * 1024;
 
 /// An `elicitation/create` of the agent (v2): what it asked and how it was answered.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct ElicitationView {
+pub(crate) struct ElicitationView {
     pub seq: i64,
     /// `form`, `url`, or another mode as sent.
     pub mode: Option<String>,
@@ -138,7 +138,7 @@ pub struct ElicitationView {
 /// `terminal/cancel`, `$/cancel_request`) or a session method (`session/resume`,
 /// `session/fork`, `session/set_title`, ...).
 #[derive(Debug, Clone, Serialize)]
-pub struct RequestView {
+pub(crate) struct RequestView {
     pub seq: i64,
     pub method: String,
     /// Who sent it: `client` or `agent`.
@@ -171,13 +171,13 @@ const SESSION_REQUESTS: [&str; 12] = [
     "terminal/cancel",
 ];
 
-pub fn timeline(reader: &Reader, session: &SessionRef) -> Result<Timeline> {
+pub(crate) fn timeline(reader: &Reader, session: &SessionRef) -> Result<Timeline> {
     timeline_of_turns(reader, session, 0..usize::MAX)
 }
 
 /// The timeline of the turns numbered `turns` (from 0) only: what a page of a long session
 /// shows (the opening with the first page).
-pub fn timeline_of_turns(
+pub(crate) fn timeline_of_turns(
     reader: &Reader,
     session: &SessionRef,
     turns: std::ops::Range<usize>,
@@ -199,12 +199,12 @@ pub fn timeline_of_turns(
 }
 
 /// What a timeline says before its turns.
-pub struct Head {
+pub(crate) struct Head {
     pub session: SessionSummary,
     pub total_turns: usize,
 }
 
-pub fn head(reader: &Reader, session: &SessionRef) -> Result<Head> {
+pub(crate) fn head(reader: &Reader, session: &SessionRef) -> Result<Head> {
     Ok(Head {
         session: query::session_summary_of(reader, session)?,
         total_turns: query::turns(reader, session)?.len(),
@@ -213,7 +213,7 @@ pub fn head(reader: &Reader, session: &SessionRef) -> Result<Head> {
 
 /// The items of the session's lines before its first turn (all its lines when it has none):
 /// a resume or load and the history it replayed, a title set, a plan.
-pub fn opening(reader: &Reader, session: &SessionRef) -> Result<Vec<Item>> {
+pub(crate) fn opening(reader: &Reader, session: &SessionRef) -> Result<Vec<Item>> {
     let first_turn = query::turns(reader, session)?
         .first()
         .map_or(i64::MAX, |t| t.request_seq);
@@ -236,7 +236,7 @@ pub fn opening(reader: &Reader, session: &SessionRef) -> Result<Vec<Item>> {
 /// Builds the turns numbered `turns` (from 0) one at a time, in order, and hands each to `each`
 /// once it is complete: memory stays that of one turn, however long the session. The lines,
 /// tool calls and permission requests of other turns are not read.
-pub fn for_each_turn(
+pub(crate) fn for_each_turn(
     reader: &Reader,
     session: &SessionRef,
     turns: std::ops::Range<usize>,
@@ -957,7 +957,7 @@ fn render_turn_unescaped(turn: &TurnView) -> String {
 }
 
 /// The label of a permission request: its v2 title, else its tool call's title or id.
-pub fn permission_label<'a>(
+pub(crate) fn permission_label<'a>(
     tool_call_title: Option<&'a str>,
     request: &'a PermissionRow,
 ) -> &'a str {
@@ -970,7 +970,7 @@ pub fn permission_label<'a>(
 }
 
 /// A terminal's end in one line: `exit 0`, `signal SIGKILL`, `exited`, or `running`.
-pub fn terminal_end(view: &TerminalView) -> String {
+pub(crate) fn terminal_end(view: &TerminalView) -> String {
     match (&view.exit_code, &view.signal, view.exited) {
         (Some(code), _, _) => format!("exit {code}"),
         (None, Some(signal), _) => format!("signal {signal}"),
@@ -980,7 +980,7 @@ pub fn terminal_end(view: &TerminalView) -> String {
 }
 
 /// An elicitation's answer in one line: `accept by client`, `error: ...`, `no answer`.
-pub fn elicitation_answer(view: &ElicitationView) -> String {
+pub(crate) fn elicitation_answer(view: &ElicitationView) -> String {
     match (&view.action, &view.error) {
         (None, _) => "no answer".into(),
         (Some(_), Some(error)) => format!("error: {error}"),
@@ -1149,12 +1149,12 @@ pub fn render(t: &Timeline) -> String {
 }
 
 /// The timeline's header, safe for a terminal.
-pub fn render_head(session: &SessionSummary, total_turns: usize) -> String {
+pub(crate) fn render_head(session: &SessionSummary, total_turns: usize) -> String {
     super::terminal_safe(&render_head_unescaped(session, total_turns)).into_owned()
 }
 
 /// What happened before the first turn (nothing when `items` is empty), safe for a terminal.
-pub fn render_opening(items: &[Item]) -> String {
+pub(crate) fn render_opening(items: &[Item]) -> String {
     if items.is_empty() {
         return String::new();
     }
@@ -1164,6 +1164,6 @@ pub fn render_opening(items: &[Item]) -> String {
 }
 
 /// One turn, safe for a terminal.
-pub fn render_turn(turn: &TurnView) -> String {
+pub(crate) fn render_turn(turn: &TurnView) -> String {
     super::terminal_safe(&render_turn_unescaped(turn)).into_owned()
 }

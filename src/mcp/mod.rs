@@ -45,7 +45,7 @@ const INSTRUCTIONS: &str = "acptap's recordings of Agent Client Protocol session
 const RESOURCE_BYTES: usize = 1 << 20;
 
 #[derive(Clone)]
-pub struct Recordings {
+pub(crate) struct Recordings {
     db: Arc<PathBuf>,
 }
 
@@ -378,7 +378,7 @@ impl ServerHandler for Recordings {
 }
 
 /// `acptap mcp`: serves on stdin and stdout until the client closes them.
-pub fn serve(db: PathBuf) -> anyhow::Result<()> {
+pub(crate) fn serve(db: PathBuf) -> anyhow::Result<()> {
     // Fail now, with the usual message, if the database is not there.
     drop(Reader::open(&db)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -24,12 +24,12 @@ const DETAIL_TEXT: usize = 20_000;
 /// The most rows one call may ask for.
 const MAX_LIMIT: usize = 100;
 /// A timeline stops adding turns past this many bytes of JSON (a model reads it whole).
-pub const ANSWER_BYTES: usize = 200_000;
+pub(crate) const ANSWER_BYTES: usize = 200_000;
 
 /// A bad argument, said so the model can correct its call.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct BadArgument(pub String);
+pub(crate) struct BadArgument(pub String);
 
 fn bad(text: impl Into<String>) -> anyhow::Error {
     BadArgument(text.into()).into()
@@ -60,7 +60,7 @@ fn session_row(s: &SessionSummary) -> Value {
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct ListSessions {
+pub(crate) struct ListSessions {
     /// Only sessions whose agent name contains this text (case-insensitive).
     pub agent: Option<String>,
     /// Only sessions whose label contains this text (case-insensitive).
@@ -93,7 +93,7 @@ fn parse_since(text: &str) -> anyhow::Result<i64> {
     })
 }
 
-pub fn list_sessions(reader: &Reader, args: ListSessions) -> anyhow::Result<Value> {
+pub(crate) fn list_sessions(reader: &Reader, args: ListSessions) -> anyhow::Result<Value> {
     if let Some(status) = &args.status
         && !["live", "ended", "interrupted"].contains(&status.as_str())
     {
@@ -118,7 +118,7 @@ pub fn list_sessions(reader: &Reader, args: ListSessions) -> anyhow::Result<Valu
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct SessionTimeline {
+pub(crate) struct SessionTimeline {
     /// The session: `last`, its id, or a unique prefix of it.
     pub session: String,
     /// The first turn to show, from 1 (default 1).
@@ -156,7 +156,7 @@ fn timeline_items(items: Vec<Item>) -> Vec<Value> {
         .collect()
 }
 
-pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Result<Value> {
+pub(crate) fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Result<Value> {
     let session = session(reader, &args.session)?;
     let turns_asked = page(None, args.turns, 5);
     let first = args.from_turn.unwrap_or(1).max(1) - 1;
@@ -202,7 +202,7 @@ pub fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Resul
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct ListToolCalls {
+pub(crate) struct ListToolCalls {
     /// Only this session's calls (`last`, an id or a unique prefix); default: every session.
     pub session: Option<String>,
     /// Only calls of this kind: read, edit, delete, move, search, execute, think, fetch, other.
@@ -219,7 +219,7 @@ pub struct ListToolCalls {
     pub offset: Option<usize>,
 }
 
-pub fn list_tool_calls(reader: &Reader, args: ListToolCalls) -> anyhow::Result<Value> {
+pub(crate) fn list_tool_calls(reader: &Reader, args: ListToolCalls) -> anyhow::Result<Value> {
     let filter = ToolFilter {
         session: args
             .session
@@ -261,7 +261,7 @@ pub fn list_tool_calls(reader: &Reader, args: ListToolCalls) -> anyhow::Result<V
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct GetToolCall {
+pub(crate) struct GetToolCall {
     /// The session (`last`, an id or a unique prefix).
     pub session: String,
     /// The tool call's id, as `list_tool_calls` gives it.
@@ -291,7 +291,7 @@ fn unified(item: &Value) -> String {
     out
 }
 
-pub fn get_tool_call(reader: &Reader, args: GetToolCall) -> anyhow::Result<Value> {
+pub(crate) fn get_tool_call(reader: &Reader, args: GetToolCall) -> anyhow::Result<Value> {
     let session = session(reader, &args.session)?;
     let call = query::tool_call(reader, &session, &args.tool_call_id)?.ok_or_else(|| {
         bad(format!(
@@ -334,7 +334,7 @@ fn permission_row(p: &query::PermissionRow) -> Value {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ListPermissionRequests {
+pub(crate) struct ListPermissionRequests {
     /// The session (`last`, an id or a unique prefix).
     pub session: String,
     /// Only requests decided by: `policy`, `client`, or `undecided`.
@@ -345,7 +345,7 @@ pub struct ListPermissionRequests {
     pub offset: Option<usize>,
 }
 
-pub fn list_permission_requests(
+pub(crate) fn list_permission_requests(
     reader: &Reader,
     args: ListPermissionRequests,
 ) -> anyhow::Result<Value> {
@@ -387,7 +387,7 @@ pub fn list_permission_requests(
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Search {
+pub(crate) struct Search {
     /// Words to find in recorded prompts, agent text, tool-call titles and arguments.
     pub text: String,
     /// Sessions to return (default 10, at most 100).
@@ -399,7 +399,7 @@ pub struct Search {
 /// The most sessions a search reads, to page through.
 const MAX_SEARCH_SESSIONS: usize = 1_000;
 
-pub fn search(reader: &Reader, args: Search) -> anyhow::Result<Value> {
+pub(crate) fn search(reader: &Reader, args: Search) -> anyhow::Result<Value> {
     if args.text.trim().is_empty() {
         return Err(bad("text is empty: give words to find"));
     }
@@ -443,7 +443,7 @@ pub fn search(reader: &Reader, args: Search) -> anyhow::Result<Value> {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct CheckSession {
+pub(crate) struct CheckSession {
     /// The session (`last`, an id or a unique prefix).
     pub session: String,
     /// Findings to return (default 50, at most 100).
@@ -452,7 +452,7 @@ pub struct CheckSession {
     pub offset: Option<usize>,
 }
 
-pub fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Value> {
+pub(crate) fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Value> {
     use crate::check::{Direction, Line};
     let session = session(reader, &args.session)?;
     let lines: Vec<(i64, Direction, Vec<u8>)> =
@@ -477,7 +477,7 @@ pub fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Valu
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct PolicyCheck {
+pub(crate) struct PolicyCheck {
     /// Policy files (TOML, see acptap's docs/policy.md), in order: absolute paths, or relative
     /// to the directory `acptap mcp` runs in.
     pub policy_files: Vec<String>,
@@ -494,7 +494,7 @@ pub struct PolicyCheck {
     pub agent: Option<String>,
 }
 
-pub fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value> {
+pub(crate) fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value> {
     use crate::policy::{Context, DecisionInput, Policy};
     if args.policy_files.is_empty() {
         return Err(bad("policy_files is empty: name at least one policy file"));

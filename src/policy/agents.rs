@@ -16,14 +16,21 @@
 //!   checked against (`gemini-cli`, `kimi-code-cli`): a false match would read what another
 //!   agent's request does not mean.
 
-/// `agentInfo.name` of the agents whose permission requests were checked against real captures.
-pub const CLAUDE_AGENT_ACP: &str = "@zed-industries/claude-agent-acp";
+/// `agentInfo.name` of the agents whose permission requests were checked against real captures
+/// (the tests' names: the dialects match by normalised words, not by these strings).
+#[cfg(test)]
+pub(crate) const CLAUDE_AGENT_ACP: &str = "@zed-industries/claude-agent-acp";
 /// claude-agent-acp's name before its rename (same Bash tool).
-pub const CLAUDE_CODE_ACP: &str = "@zed-industries/claude-code-acp";
-pub const OPENCODE: &str = "OpenCode";
-pub const FAST_AGENT: &str = "fast-agent-acp";
-pub const KIMI_CLI: &str = "Kimi Code CLI";
-pub const GEMINI_CLI: &str = "gemini-cli";
+#[cfg(test)]
+pub(crate) const CLAUDE_CODE_ACP: &str = "@zed-industries/claude-code-acp";
+#[cfg(test)]
+pub(crate) const OPENCODE: &str = "OpenCode";
+#[cfg(test)]
+pub(crate) const FAST_AGENT: &str = "fast-agent-acp";
+#[cfg(test)]
+pub(crate) const KIMI_CLI: &str = "Kimi Code CLI";
+#[cfg(test)]
+pub(crate) const GEMINI_CLI: &str = "gemini-cli";
 
 /// Words whose presence in a normalised name (letters and digits only) selects a dialect that
 /// reads less than the default: any agent that calls itself so gets it.
@@ -53,7 +60,7 @@ pub enum Unnamed {
 /// rawInput keys that say where a command runs (claude: none; codex and fast-agent: `cwd`;
 /// gemini: `dir_path`, earlier `directory`; Qwen Code: `directory`; others `workdir`,
 /// `working_directory`).
-pub const WORKDIR_KEYS: &[&str] = &[
+pub(crate) const WORKDIR_KEYS: &[&str] = &[
     "cwd",
     "workdir",
     "working_directory",
@@ -127,7 +134,7 @@ impl Dialect {
 
     /// The dialect for a v2 `command` subject: its `cwd` is the protocol's own field, whichever
     /// agent sends it, so it places the command as it does for any agent.
-    pub fn for_command_subject(self) -> Dialect {
+    pub(crate) fn for_command_subject(self) -> Dialect {
         Dialect {
             workdir_keys: WORKDIR_KEYS,
             ..self
@@ -139,7 +146,7 @@ impl Dialect {
 /// space, a byte-order mark, a bidirectional mark, a soft hyphen), surrounding white space
 /// trimmed, case folded, a leading npm `@scope/` and a trailing `@version` dropped.
 /// `" @AgentClientProtocol/Claude-Agent-ACP@0.23.1\u{200B}"` is `"claude-agent-acp"`.
-pub fn normalise_name(name: &str) -> String {
+pub(crate) fn normalise_name(name: &str) -> String {
     let visible: String = name.chars().filter(|&c| !is_invisible(c)).collect();
     let mut name = visible.trim().to_lowercase();
     if let Some(scoped) = name.strip_prefix('@') {

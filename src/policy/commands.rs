@@ -50,7 +50,7 @@ use Effect::{ChangesConfig, CompilerFlag, LeavesProject, RunsPrograms, WritesFil
 
 /// One dangerous word of a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Danger {
+pub(crate) struct Danger {
     /// The word's index in the simple command.
     pub index: usize,
     /// The names a rule's `options` may use to grant it (`-o --output`, `exec`, `CC=`).
@@ -62,14 +62,14 @@ pub struct Danger {
 
 /// A path argument: the word's index, and the path as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathArg {
+pub(crate) struct PathArg {
     pub index: usize,
     pub path: String,
 }
 
 /// What [`analyse`] found in one simple command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Arguments {
+pub(crate) struct Arguments {
     pub dangers: Vec<Danger>,
     pub paths: Vec<PathArg>,
     /// The index of the subcommand of git, cargo, npm (after their own options), so that a rule
@@ -131,7 +131,7 @@ enum Special {
 }
 
 /// Commands that run their arguments as a command: whatever follows is hidden from the table.
-pub const WRAPPERS: &[&str] = &[
+pub(crate) const WRAPPERS: &[&str] = &[
     "xargs",
     "sudo",
     "doas",
@@ -827,7 +827,7 @@ fn spec_of(command: &str) -> Option<&'static Spec> {
 }
 
 /// Reads one simple command's words (the command word first).
-pub fn analyse(words: &[String]) -> Arguments {
+pub(crate) fn analyse(words: &[String]) -> Arguments {
     let mut out = Arguments::default();
     let Some(command) = words.first() else {
         return out;

@@ -16,7 +16,7 @@ use super::paths::{self, Containment, Placing};
 
 /// File names whose content later runs as code or configures the tools that run it: shells,
 /// git, direnv, npm, editors. Compared in lower case.
-pub const STARTUP_NAMES: &[&str] = &[
+pub(crate) const STARTUP_NAMES: &[&str] = &[
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -97,7 +97,7 @@ const STARTUP_SUFFIXES: &[&str] = &[".pth", ".code-workspace"];
 
 /// Directories under the home directory whose files run as code or configure tools (XDG
 /// config, programs on PATH, cargo's and ssh's configuration, rc.d directories).
-pub const STARTUP_DIRS: &[&str] = &[
+pub(crate) const STARTUP_DIRS: &[&str] = &[
     ".config",
     ".local/bin",
     "bin",
@@ -120,7 +120,7 @@ pub const STARTUP_DIRS: &[&str] = &[
 /// (`.cargo/config.toml` can make `cargo test` run any program; an editor's tasks and an agent's
 /// hooks and settings run commands; a hook manager's scripts run on every commit). Compared in
 /// lower case.
-pub const CONFIG_DIRS_ANYWHERE: &[&str] = &[
+pub(crate) const CONFIG_DIRS_ANYWHERE: &[&str] = &[
     ".cargo",
     ".acptap",
     ".vscode",
@@ -163,13 +163,13 @@ pub const CONFIG_DIRS_ANYWHERE: &[&str] = &[
 ];
 
 /// Version-control directories other than git's: their configuration runs hooks too.
-pub const VCS_DIRS: &[&str] = &[".hg", ".jj", ".svn", ".bzr"];
+pub(crate) const VCS_DIRS: &[&str] = &[".hg", ".jj", ".svn", ".bzr"];
 
 /// Names inside a git directory that make a directory a repository or configure one.
 const REPOSITORY_NAMES: &[&str] = &["head", "config", "packed-refs", "commondir", "gitdir"];
 
 /// What the guards know of the machine.
-pub struct Guards<'a> {
+pub(crate) struct Guards<'a> {
     pub home: Option<&'a Path>,
     pub policy_files: &'a [PathBuf],
 }
@@ -177,7 +177,7 @@ pub struct Guards<'a> {
 impl Guards<'_> {
     /// `rm -r` of something whose loss is not an edit but a disaster. `commands` are the words
     /// of every command, read strictly and loosely.
-    pub fn rm_recursive<'w>(
+    pub(crate) fn rm_recursive<'w>(
         &self,
         fs: &dyn FileSystem,
         commands: impl Iterator<Item = &'w [String]>,
@@ -246,7 +246,11 @@ impl Guards<'_> {
     /// right for the paths a tool call edits, wrong for a command's arguments, where `HEAD` is
     /// usually a revision. A repository planted by earlier edits is caught on disk when a later
     /// command runs in it or names it.
-    pub fn ask(&self, paths: &[Option<PathBuf>], by_name: bool) -> Option<(&'static str, String)> {
+    pub(crate) fn ask(
+        &self,
+        paths: &[Option<PathBuf>],
+        by_name: bool,
+    ) -> Option<(&'static str, String)> {
         self.ask_in(&Disk, paths, by_name)
     }
 

@@ -37,11 +37,11 @@
 
 pub mod agents;
 pub mod commands;
-pub mod filesystem;
-pub mod guards;
-pub mod paths;
-pub mod rules;
-pub mod shell;
+pub(crate) mod filesystem;
+pub(crate) mod guards;
+pub(crate) mod paths;
+pub(crate) mod rules;
+pub(crate) mod shell;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -115,7 +115,7 @@ pub struct Context<'a> {
 /// the input recorded with the live decision (`recorded`) or rebuilt from the lines
 /// (`reconstructed`).
 #[derive(Debug, Clone)]
-pub struct Redecided {
+pub(crate) struct Redecided {
     pub verdict: Verdict,
     pub input: DecisionInput,
     pub source: &'static str,
@@ -123,7 +123,7 @@ pub struct Redecided {
 
 /// The params of a `session/request_permission` given whole (a JSON-RPC message) or as its
 /// params alone.
-pub fn request_params(request: &Value) -> &Value {
+pub(crate) fn request_params(request: &Value) -> &Value {
     match request.get("params") {
         Some(params) if request.get("method").is_some() => params,
         _ => request,
@@ -163,7 +163,7 @@ impl DecisionInput {
     /// The input a recorded request is decided again on: the live decision's own input when
     /// one was recorded (`recorded`), else rebuilt from the request's params and the agent's
     /// earlier `session/update` lines about its tool call (`reconstructed`).
-    pub fn of_recorded(
+    pub(crate) fn of_recorded(
         params: &Value,
         recorded_input: Option<&str>,
         earlier_updates: &[Vec<u8>],
@@ -346,7 +346,7 @@ impl DecisionInput {
     /// A command subject that names a terminal acptap saw (`terminal_update`) must name its
     /// command and cwd; `terminal` is that terminal's `(command, cwd)` as last reported, `None`
     /// when it was not seen. `forgotten`: more terminals were reported than acptap holds.
-    pub fn check_terminal(
+    pub(crate) fn check_terminal(
         &mut self,
         params: &Value,
         terminal: Option<(Option<&Value>, Option<&Value>)>,
@@ -561,7 +561,7 @@ fn disagreement(
 }
 
 /// Why a request whose line names a key twice in one object is left to the user.
-pub const DUPLICATE_KEYS: &str =
+pub(crate) const DUPLICATE_KEYS: &str =
     "the request names a key twice in one object, which peers read differently: left to the user";
 
 /// A request left to the user, by the guard or rule named (if any), and why.
@@ -766,7 +766,7 @@ impl Policy {
         Ok(policy)
     }
 
-    pub fn hash(&self) -> &str {
+    pub(crate) fn hash(&self) -> &str {
         &self.set.hash
     }
 
@@ -792,7 +792,7 @@ impl Policy {
     /// A recorded `session/request_permission` line decided again, on the input recorded with
     /// the live decision when there is one (`DecisionInput::of_recorded`). `None` if the line is
     /// not a JSON-RPC message with params.
-    pub fn decide_recorded(
+    pub(crate) fn decide_recorded(
         &self,
         request_line: &[u8],
         recorded_input: Option<&str>,
@@ -811,7 +811,7 @@ impl Policy {
     }
 
     /// Decides on what a decision is made on ([`DecisionInput`]): live, or as recorded.
-    pub fn decide_input(&self, input: &DecisionInput, options: Option<&Value>) -> Verdict {
+    pub(crate) fn decide_input(&self, input: &DecisionInput, options: Option<&Value>) -> Verdict {
         self.decide_input_in(&Disk, input, options)
     }
 

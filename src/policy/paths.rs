@@ -80,11 +80,11 @@ const PATH_KEY_FRAGMENTS: &[&str] = &[
 /// ([`super::agents::Unnamed::InsideSessionCwd`]):
 /// checked against a rule's bounds beside the cwd itself, so that only bounds that hold every
 /// directory below it (`${cwd}/**`) allow the command.
-pub const ANY_DIRECTORY_BELOW: &str = "<any directory below>";
+pub(crate) const ANY_DIRECTORY_BELOW: &str = "<any directory below>";
 
 /// Every path a tool call names, as written.
 #[derive(Debug, Default, PartialEq)]
-pub struct RawPaths {
+pub(crate) struct RawPaths {
     pub paths: Vec<String>,
     /// Keys whose value should be a path but is not a string (or a list of strings).
     pub unreadable: Vec<String>,
@@ -97,7 +97,7 @@ pub struct RawPaths {
 /// `changes` map, and, so that a new name is never a way around a rule, any other key whose
 /// name looks like a path's ([`PATH_KEY_FRAGMENTS`]) or whose string value is absolute, starts
 /// with `~` or climbs with `..`.
-pub fn tool_call_paths(
+pub(crate) fn tool_call_paths(
     locations: Option<&Value>,
     content: Option<&Value>,
     raw_input: Option<&Value>,
@@ -426,7 +426,7 @@ fn nested_paths<'a>(value: &'a Value, depth: usize, named: bool, out: &mut Vec<&
 /// bracketed directory cannot be placed either: its content is not where it says it runs (it is
 /// the model's description of the call in Claude Code), and an agent that works like gemini-cli
 /// under another name would run the command there.
-pub fn workdirs(
+pub(crate) fn workdirs(
     raw_input: Option<&Value>,
     content: Option<&Value>,
     dialect: &Dialect,
@@ -575,7 +575,7 @@ mod workdir_tests {
 
 /// Escapes a substituted value (`${cwd}`, `${home}`) for a glob pattern, so that a directory
 /// named `proj[1` or `[WIP] {a,b}` matches itself and nothing else.
-pub fn escape_glob(value: &str) -> String {
+pub(crate) fn escape_glob(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
         match c {
@@ -594,14 +594,14 @@ pub fn escape_glob(value: &str) -> String {
 /// The longest glob acptap compiles from text it is given (a `--path`, an MCP argument, a
 /// policy pattern once `${cwd}` and `${home}` are put in, a word of a recorded command). globset
 /// panics on a regex too big for it (131,000 `*` did), and no real path glob comes near this.
-pub const MAX_GLOB_BYTES: usize = 4096;
+pub(crate) const MAX_GLOB_BYTES: usize = 4096;
 
 /// How much of a refused glob an error shows.
 const SHOWN_GLOB_CHARS: usize = 40;
 
 /// How a glob reads its text: `/` matched only by `/` (not `*`), `\` as an escape, case.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct GlobOptions {
+pub(crate) struct GlobOptions {
     pub literal_separator: bool,
     pub backslash_escape: bool,
     pub case_insensitive: bool,
@@ -610,7 +610,7 @@ pub struct GlobOptions {
 /// A glob that cannot be built. Its text says which (a cut prefix of it, never all of it), why,
 /// and what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GlobError {
+pub(crate) enum GlobError {
     #[error("the glob `{shown}` {}", self.reason())]
     TooLong { shown: String, bytes: usize },
     #[error("`{shown}` {}", self.reason())]
@@ -619,7 +619,7 @@ pub enum GlobError {
 
 impl GlobError {
     /// What is wrong and the fix, without the glob: `is 5000 bytes long; ...`.
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         match self {
             GlobError::TooLong { bytes, .. } => format!(
                 "is {bytes} bytes long; at most {MAX_GLOB_BYTES} are accepted: give a shorter glob"
@@ -631,7 +631,7 @@ impl GlobError {
 
 /// The first characters of an untrusted text for an error, control characters escaped, `…`
 /// when cut.
-pub fn cut_for_error(text: &str) -> String {
+pub(crate) fn cut_for_error(text: &str) -> String {
     let mut out = String::new();
     for c in text.chars().take(SHOWN_GLOB_CHARS) {
         if c.is_control() {
@@ -647,7 +647,7 @@ pub fn cut_for_error(text: &str) -> String {
 }
 
 /// Refuses a glob text longer than [`MAX_GLOB_BYTES`].
-pub fn too_long(text: &str) -> Result<(), GlobError> {
+pub(crate) fn too_long(text: &str) -> Result<(), GlobError> {
     if text.len() > MAX_GLOB_BYTES {
         return Err(GlobError::TooLong {
             shown: cut_for_error(text),
@@ -660,7 +660,10 @@ pub fn too_long(text: &str) -> Result<(), GlobError> {
 /// Builds a matcher from glob texts that come from outside (a user, a policy file, a
 /// recording): each at most [`MAX_GLOB_BYTES`], compiled without a panic (globset's own
 /// `compile_matcher` panics where its regex is too big; a set's build answers an error).
-pub fn glob_set(patterns: &[&str], options: GlobOptions) -> Result<globset::GlobSet, GlobError> {
+pub(crate) fn glob_set(
+    patterns: &[&str],
+    options: GlobOptions,
+) -> Result<globset::GlobSet, GlobError> {
     let mut builder = globset::GlobSetBuilder::new();
     for text in patterns {
         too_long(text)?;
@@ -701,7 +704,7 @@ fn why(error: &globset::Error) -> String {
 /// The paths a command argument can stand for once the shell expands it: `~` forms, and glob
 /// patterns matched against the disk as bash would (a pattern with no match stays as written).
 /// `None` for one that cannot be known (`~user`, `~-`, too many matches).
-pub fn expand_argument(
+pub(crate) fn expand_argument(
     fs: &dyn FileSystem,
     word: &str,
     cwd: Option<&Path>,
@@ -824,7 +827,7 @@ const MAX_GLOB_SCANNED: usize = 20_000;
 
 /// Makes `path` absolute against `cwd` (and `~` against `home`), resolving `.`, `..` and
 /// symlinks. `None` if it cannot be placed: relative with no cwd, or a symlink loop.
-pub fn normalise(
+pub(crate) fn normalise(
     fs: &dyn FileSystem,
     path: &str,
     cwd: Option<&Path>,
@@ -944,7 +947,7 @@ fn resolve(fs: &dyn FileSystem, path: &Path, budget: &mut usize) -> Option<PathB
 
 /// How [`containment`] places a path before it holds it against a directory.
 #[derive(Clone, Copy)]
-pub enum Placing<'a> {
+pub(crate) enum Placing<'a> {
     /// Both are placed already ([`normalise`]d): compared as they are.
     AsGiven,
     /// The path by its text: `.` and `..` taken out, nothing looked up; one that climbs above
@@ -957,7 +960,7 @@ pub enum Placing<'a> {
 
 /// Where a path lies with respect to a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Containment {
+pub(crate) enum Containment {
     /// The directory itself or below it.
     Inside,
     /// Outside it, at this place (on disk: where the path resolves).
@@ -970,7 +973,7 @@ pub enum Containment {
 }
 
 impl Containment {
-    pub fn is_inside(&self) -> bool {
+    pub(crate) fn is_inside(&self) -> bool {
         *self == Containment::Inside
     }
 }
@@ -978,7 +981,7 @@ impl Containment {
 /// Whether `path` lies in `dir`, component by component, once placed as `placing` says: the one
 /// test of "inside" for the policy's guards and the replay's fences. What each caller makes of
 /// a path it cannot place, or of a directory that is not there, is the caller's to say.
-pub fn containment(path: &Path, dir: &Path, placing: Placing) -> Containment {
+pub(crate) fn containment(path: &Path, dir: &Path, placing: Placing) -> Containment {
     let (placed, root) = match placing {
         Placing::AsGiven => (Some(path.to_owned()), None),
         Placing::Lexical => (lexical(path), None),
@@ -1019,7 +1022,7 @@ fn lexical(path: &Path) -> Option<PathBuf> {
 /// `path` as the file system resolves it: its deepest existing ancestor (the path itself when it
 /// exists, a symbolic link followed) by `realpath`, the rest appended as written; `None` when
 /// that ancestor does not resolve (a dangling symbolic link, a loop).
-pub fn resolved_on_disk(fs: &dyn FileSystem, path: &Path) -> Option<PathBuf> {
+pub(crate) fn resolved_on_disk(fs: &dyn FileSystem, path: &Path) -> Option<PathBuf> {
     let existing = path.ancestors().find(|p| fs.entry(p, false).is_some())?;
     let real = fs.canonicalize(existing)?;
     let rest = path.strip_prefix(existing).ok()?;

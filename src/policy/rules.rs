@@ -42,7 +42,7 @@ pub enum Decision {
 }
 
 impl Decision {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Decision::Allow => "allow",
             Decision::Ask => "ask",
@@ -86,7 +86,7 @@ pub struct PolicyError {
 /// Why a rule, one of its patterns or a policy file's text is refused: the message the user
 /// reads after the file, the line and the rule.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RuleError {
+pub(crate) enum RuleError {
     #[error("path pattern `{shown}` {}", .error.reason())]
     Pattern { shown: String, error: GlobError },
     #[error("path patterns: {0}")]
@@ -136,7 +136,7 @@ pub enum RuleError {
 
 /// Why a policy file's text cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub enum FileError {
+pub(crate) enum FileError {
     #[error("cannot read the policy file: {0}")]
     Unreadable(std::io::Error),
     #[error("not a policy file: a regular file is needed (not a directory, pipe or device)")]
@@ -290,7 +290,7 @@ struct TestSpec {
 }
 
 /// Converts TOML to JSON (a request or tool call written in TOML).
-pub fn toml_to_json(value: &toml::Value) -> Value {
+pub(crate) fn toml_to_json(value: &toml::Value) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
@@ -299,7 +299,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// Substitutes `${cwd}` and `${home}`, escaped for a glob; any other `${...}` is an error.
-pub fn expand(
+pub(crate) fn expand(
     pattern: &str,
     cwd: Option<&str>,
     home: Option<&str>,
@@ -339,7 +339,7 @@ pub fn expand(
 
 /// Builds the matcher for a set of path patterns once `${cwd}` and `${home}` are known.
 /// Deny and ask rules match without regard to case (`.ENV` is `.env` on macOS).
-pub fn compile_globs(
+pub(crate) fn compile_globs(
     patterns: &[String],
     cwd: Option<&str>,
     home: Option<&str>,
@@ -422,7 +422,7 @@ fn read_policy_file(path: &Path) -> Result<String, FileError> {
 impl PolicySet {
     /// Loads and checks policy files. Examples and tests are parsed here; running them is
     /// `Policy::self_check`.
-    pub fn load(files: &[PathBuf]) -> Result<PolicySet, PolicyError> {
+    pub(crate) fn load(files: &[PathBuf]) -> Result<PolicySet, PolicyError> {
         use sha2::Digest;
         let mut set = PolicySet {
             rules: Vec::new(),

@@ -81,7 +81,7 @@ use brush_parser::ast;
 /// environment assignments written before it (`RUST_LOG=debug cargo test`), which the shell
 /// passes to that command only.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SimpleCommand {
+pub(crate) struct SimpleCommand {
     pub words: Vec<String>,
     /// `NAME=value` prefixes, in order, quotes removed.
     pub env: Vec<(String, String)>,
@@ -90,7 +90,7 @@ pub struct SimpleCommand {
 /// Why a command line cannot be auto-allowed. Display gives a short, user-facing reason
 /// (e.g. "command substitution `$(...)`", "redirection to a file", "could not parse: ...").
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Opaque(pub String);
+pub(crate) struct Opaque(pub String);
 
 impl fmt::Display for Opaque {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -230,7 +230,7 @@ const SAFE_SET_LETTERS: &[char] = &['e', 'u', 'x', 'v'];
 const SAFE_SET_OPTIONS: &[&str] = &["errexit", "nounset", "pipefail", "xtrace", "verbose"];
 
 /// Splits a command line into the simple commands it runs, or says why it cannot be seen through.
-pub fn analyse(script: &str) -> Result<Vec<SimpleCommand>, Opaque> {
+pub(crate) fn analyse(script: &str) -> Result<Vec<SimpleCommand>, Opaque> {
     analyse_script(script, 0)
 }
 
@@ -238,7 +238,7 @@ pub fn analyse(script: &str) -> Result<Vec<SimpleCommand>, Opaque> {
 /// send `["git", "status"]`). A shell invoked with -c (as in the module doc) is unwrapped and its
 /// script analysed; any other argv is one simple command whose words are the elements verbatim,
 /// still subject to the command-word rules (no `eval`, no other shell, no control characters).
-pub fn analyse_argv(argv: &[String]) -> Result<Vec<SimpleCommand>, Opaque> {
+pub(crate) fn analyse_argv(argv: &[String]) -> Result<Vec<SimpleCommand>, Opaque> {
     if argv.is_empty() {
         return Err(opaque("empty command"));
     }

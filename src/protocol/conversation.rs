@@ -26,21 +26,11 @@ use serde_json::Value;
 
 /// Whose words a message holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
+pub(crate) enum Role {
     User,
     Agent,
     /// The agent's thoughts (reasoning).
     Thought,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::User => "user",
-            Role::Agent => "agent",
-            Role::Thought => "thought",
-        }
-    }
 }
 
 /// How a `sessionUpdate` speaks about a message.
@@ -64,14 +54,9 @@ fn shape_of(tag: &str) -> Option<(Role, Shape)> {
     })
 }
 
-/// Whether a `sessionUpdate` value is about a message (chunk or upsert).
-pub fn is_message_update(tag: &str) -> bool {
-    shape_of(tag).is_some()
-}
-
 /// One message as it stands.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChatMessage {
+pub(crate) struct ChatMessage {
     pub session_id: String,
     pub role: Role,
     /// The `messageId`, when the peer sent one.
@@ -87,7 +72,7 @@ pub struct ChatMessage {
 
 impl ChatMessage {
     /// The text of its text blocks, joined; other blocks as `[type]`.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut out = String::new();
         for block in &self.content {
             match block.get("type").and_then(Value::as_str) {
@@ -109,7 +94,7 @@ impl ChatMessage {
 
 /// The messages of one or more sessions, as their updates arrive.
 #[derive(Debug, Default)]
-pub struct Conversation {
+pub(crate) struct Conversation {
     messages: Vec<ChatMessage>,
     by_id: HashMap<(String, Role, String), usize>,
     /// Per session: the message a v1 chunk (no `messageId`) may still append to.
@@ -120,7 +105,7 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -128,7 +113,7 @@ impl Conversation {
     /// Returns the index (in [`Conversation::messages`]) of the message it created or changed;
     /// `None` when it is not about a message (any such update in a session ends its open v1 run
     /// of chunks).
-    pub fn apply(&mut self, seq: i64, params: &Value) -> Option<usize> {
+    pub(crate) fn apply(&mut self, seq: i64, params: &Value) -> Option<usize> {
         let session_id = params.get("sessionId").and_then(Value::as_str)?;
         let update = params.get("update")?;
         let tag = update.get("sessionUpdate").and_then(Value::as_str);
@@ -198,7 +183,7 @@ impl Conversation {
     /// session's lines: a `session/update` is [applied](Conversation::apply); any other line of
     /// a session (a permission request, a prompt, a cancel) is something else happening in it
     /// and [interrupts](Conversation::interrupt) its open v1 run of chunks.
-    pub fn observe(
+    pub(crate) fn observe(
         &mut self,
         seq: i64,
         method: Option<&str>,
@@ -227,13 +212,13 @@ impl Conversation {
 
     /// The answer to a `session/resume` or `session/load`: the history it replayed is over (for
     /// every session replaying: an answer names none).
-    pub fn replay_answered(&mut self) {
+    pub(crate) fn replay_answered(&mut self) {
         self.replaying.clear();
     }
 
     /// Something else happened in a session (a tool call, the end of a turn): its next v1 chunk
     /// starts a new message.
-    pub fn interrupt(&mut self, session_id: &str) {
+    pub(crate) fn interrupt(&mut self, session_id: &str) {
         self.open.remove(session_id);
     }
 
@@ -257,11 +242,11 @@ impl Conversation {
     }
 
     /// Every message, in the order they were created.
-    pub fn messages(&self) -> &[ChatMessage] {
+    pub(crate) fn messages(&self) -> &[ChatMessage] {
         &self.messages
     }
 
-    pub fn into_messages(self) -> Vec<ChatMessage> {
+    pub(crate) fn into_messages(self) -> Vec<ChatMessage> {
         self.messages
     }
 }

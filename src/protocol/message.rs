@@ -24,7 +24,7 @@ pub enum Direction {
 }
 
 impl Direction {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Direction::ClientToAgent => "c2a",
             Direction::AgentToClient => "a2c",
@@ -33,7 +33,7 @@ impl Direction {
     }
 
     /// The direction a recording names; `None` for a name no acptap writes.
-    pub fn from_recorded(name: &str) -> Option<Direction> {
+    pub(crate) fn from_recorded(name: &str) -> Option<Direction> {
         match name {
             "c2a" => Some(Direction::ClientToAgent),
             "a2c" => Some(Direction::AgentToClient),
@@ -43,12 +43,12 @@ impl Direction {
     }
 
     /// Whether the line is protocol (either way on the pipe), not the agent's stderr.
-    pub fn is_protocol(self) -> bool {
+    pub(crate) fn is_protocol(self) -> bool {
         self != Direction::Stderr
     }
 
     /// The direction a response to a request sent this way travels.
-    pub fn reverse(self) -> Direction {
+    pub(crate) fn reverse(self) -> Direction {
         match self {
             Direction::ClientToAgent => Direction::AgentToClient,
             Direction::AgentToClient => Direction::ClientToAgent,
@@ -73,7 +73,7 @@ pub enum MessageKind {
 }
 
 impl MessageKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             MessageKind::Request => "request",
             MessageKind::Response => "response",
@@ -85,7 +85,7 @@ impl MessageKind {
     }
 
     /// The kind a recording names; `None` for a name no acptap writes.
-    pub fn from_recorded(name: &str) -> Option<MessageKind> {
+    pub(crate) fn from_recorded(name: &str) -> Option<MessageKind> {
         [
             MessageKind::Request,
             MessageKind::Response,
@@ -111,21 +111,21 @@ pub struct Message {
 }
 
 impl Message {
-    pub fn params(&self) -> Option<&Value> {
+    pub(crate) fn params(&self) -> Option<&Value> {
         self.value.as_ref()?.get("params")
     }
 
-    pub fn result(&self) -> Option<&Value> {
+    pub(crate) fn result(&self) -> Option<&Value> {
         self.value.as_ref()?.get("result")
     }
 
-    pub fn error(&self) -> Option<&Value> {
+    pub(crate) fn error(&self) -> Option<&Value> {
         self.value.as_ref()?.get("error")
     }
 
     /// `params.sessionId` (or an elicitation's `params.scope.sessionId`), or `result.sessionId`
     /// for a `session/new` or `session/fork` answer.
-    pub fn session_id(&self) -> Option<&str> {
+    pub(crate) fn session_id(&self) -> Option<&str> {
         let params = self.params();
         params
             .and_then(|p| p.get("sessionId"))
@@ -135,7 +135,7 @@ impl Message {
     }
 
     /// The messages of a batch, each classified; `None` for a message that is not a batch.
-    pub fn batch(&self) -> Option<Vec<Message>> {
+    pub(crate) fn batch(&self) -> Option<Vec<Message>> {
         match (&self.kind, &self.value) {
             (MessageKind::Batch, Some(Value::Array(items))) => {
                 Some(items.iter().cloned().map(from_value).collect())
@@ -146,7 +146,7 @@ impl Message {
 
     /// The tool call a message is about: a `session/update`'s, a permission request's (its v2
     /// subject's, else its v1 `toolCall`'s), `tool_call/cancel`'s, an elicitation scope's.
-    pub fn tool_call_id(&self) -> Option<&str> {
+    pub(crate) fn tool_call_id(&self) -> Option<&str> {
         let params = self.params()?;
         if let Some(update) = params.get("update") {
             return update.get("toolCallId").and_then(Value::as_str);
@@ -217,7 +217,7 @@ pub fn parse_line(line: &[u8]) -> Message {
 
 /// [`parse_line`], and whether the line names a key twice in one object, in the same single
 /// parse (the policy tap's reading: peers disagree on such a line).
-pub fn parse_line_noting_duplicates(line: &[u8]) -> (Message, bool) {
+pub(crate) fn parse_line_noting_duplicates(line: &[u8]) -> (Message, bool) {
     let mut duplicates = false;
     let message = classify(line, |text| {
         let (value, found) = decode_noting_duplicates(text)?;
@@ -272,7 +272,7 @@ pub fn decode(text: &[u8]) -> Option<Value> {
 
 /// [`decode`], and whether an object in the text names a key twice; `None` when it cannot be
 /// read at all.
-pub fn decode_noting_duplicates(text: &[u8]) -> Option<(Value, bool)> {
+pub(crate) fn decode_noting_duplicates(text: &[u8]) -> Option<(Value, bool)> {
     decode_with(text, |text| {
         let mut de = serde_json::Deserializer::from_slice(text);
         let read = serde::de::DeserializeSeed::deserialize(NotingDuplicates, &mut de).ok()?;
@@ -282,7 +282,7 @@ pub fn decode_noting_duplicates(text: &[u8]) -> Option<(Value, bool)> {
 }
 
 /// Whether a JSON text names a key twice in one object, read as [`decode`] reads it.
-pub fn has_duplicate_keys(text: &[u8]) -> Option<bool> {
+pub(crate) fn has_duplicate_keys(text: &[u8]) -> Option<bool> {
     decode_noting_duplicates(text).map(|(_, found)| found)
 }
 
@@ -427,7 +427,7 @@ fn leniently(text: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Classifies a decoded JSON object (a line, or one element of a batch).
-pub fn from_value(value: Value) -> Message {
+pub(crate) fn from_value(value: Value) -> Message {
     if !value.is_object() {
         return Message {
             kind: MessageKind::Invalid,

@@ -4,12 +4,12 @@
 //! stream of lines builds ([`state`]). Nothing here reads, writes or waits; `proxy/` and `record/`
 //! do.
 
-pub mod conversation;
+pub(crate) mod conversation;
 pub mod message;
-pub mod relocate;
-pub mod state;
+pub(crate) mod relocate;
+pub(crate) mod state;
 pub mod toolcall;
-pub mod version;
+pub(crate) mod version;
 
 pub use message::{Direction, Message, MessageKind, parse_line};
 pub use state::{Fact, Observed, SessionState};

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// The recorded directory `from` written as `to`.
 #[derive(Debug, Clone)]
-pub struct Relocation {
+pub(crate) struct Relocation {
     from: String,
     to: String,
 }
@@ -19,7 +19,7 @@ pub struct Relocation {
 impl Relocation {
     /// `None` for a `from` that cannot be told from other text: empty or `/` (every absolute
     /// path would match) or relative.
-    pub fn new(from: &str, to: &str) -> Option<Relocation> {
+    pub(crate) fn new(from: &str, to: &str) -> Option<Relocation> {
         let from = from.trim_end_matches('/');
         if from.is_empty() || !from.starts_with('/') {
             return None;
@@ -40,7 +40,7 @@ impl Relocation {
     /// /abs/pr`, then the whole path; any agent's message chunks) is left as it is: the start of
     /// a name is not the name (`/abs/p` may be a sibling), and the rest of it may come in the
     /// next chunk.
-    pub fn text(&self, text: &str) -> Option<String> {
+    pub(crate) fn text(&self, text: &str) -> Option<String> {
         if self.from == self.to || !text.contains(self.from.as_str()) {
             return None;
         }
@@ -80,12 +80,12 @@ impl Relocation {
     /// Every string and object key of `value` moved in place, but for the fields `kept` names
     /// by the object keys their trail ends with (`&["locations", "path"]`: a location's path);
     /// whether anything moved.
-    pub fn value_except(&self, value: &mut Value, kept: &[&[&str]]) -> bool {
+    pub(crate) fn value_except(&self, value: &mut Value, kept: &[&[&str]]) -> bool {
         self.walk(value, &mut Vec::new(), kept)
     }
 
     /// Every string and object key of `value` moved in place; whether anything moved.
-    pub fn value(&self, value: &mut Value) -> bool {
+    pub(crate) fn value(&self, value: &mut Value) -> bool {
         self.value_except(value, &[])
     }
 

@@ -85,12 +85,12 @@ pub enum Fact {
 }
 
 /// Most terminals a connection's state holds.
-pub const MAX_TERMINALS: usize = 10_000;
+pub(crate) const MAX_TERMINALS: usize = 10_000;
 
 /// A terminal the agent reported (v2 `terminal_update`): its `command` and `cwd` as last set
 /// (`None`: never set, or cleared).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct TerminalSeen {
+pub(crate) struct TerminalSeen {
     pub command: Option<Value>,
     pub cwd: Option<Value>,
 }
@@ -152,12 +152,12 @@ pub struct SessionState {
 
 impl SessionState {
     /// The recorder's state: every fact.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The policy tap's state: the same rules, without the facts.
-    pub fn for_tap() -> Self {
+    pub(crate) fn for_tap() -> Self {
         SessionState {
             tap: true,
             tool_calls: ToolCalls::shedding_finished(),
@@ -166,56 +166,56 @@ impl SessionState {
     }
 
     /// What is known of a tool call.
-    pub fn tool_call(&self, session_id: &str, tool_call_id: &str) -> Option<&ToolCall> {
+    pub(crate) fn tool_call(&self, session_id: &str, tool_call_id: &str) -> Option<&ToolCall> {
         self.tool_calls.get(session_id, tool_call_id)
     }
 
     /// Whether a tool call was let go to bound memory (see [`ToolCalls`]).
-    pub fn forgotten(&self, session_id: &str, tool_call_id: &str) -> bool {
+    pub(crate) fn forgotten(&self, session_id: &str, tool_call_id: &str) -> bool {
         self.tool_calls.forgotten(session_id, tool_call_id)
     }
 
     /// Every tool call known, as (session, toolCallId).
-    pub fn tool_call_keys(&self) -> impl Iterator<Item = &(String, String)> {
+    pub(crate) fn tool_call_keys(&self) -> impl Iterator<Item = &(String, String)> {
         self.tool_calls.keys()
     }
 
     /// A terminal the agent reported in a session.
-    pub fn terminal(&self, session_id: &str, terminal_id: &str) -> Option<&TerminalSeen> {
+    pub(crate) fn terminal(&self, session_id: &str, terminal_id: &str) -> Option<&TerminalSeen> {
         self.terminals
             .get(&(session_id.to_owned(), terminal_id.to_owned()))
     }
 
     /// Whether terminals were reported past [`MAX_TERMINALS`] (an unknown one may be one).
-    pub fn terminals_forgotten(&self) -> bool {
+    pub(crate) fn terminals_forgotten(&self) -> bool {
         self.terminals_forgotten
     }
 
     /// A session's cwd, from `session/new` (with the agent's answer) or `session/load`.
-    pub fn cwd(&self, session_id: &str) -> Option<&str> {
+    pub(crate) fn cwd(&self, session_id: &str) -> Option<&str> {
         self.sessions.get(session_id)?.as_deref()
     }
 
-    pub fn agent_name(&self) -> Option<&str> {
+    pub(crate) fn agent_name(&self) -> Option<&str> {
         self.agent_name.as_deref()
     }
 
     /// The connection's protocol version: negotiated (the agent's answer to `initialize`), else
     /// proposed (the client's `initialize`), else `None` (no `initialize` seen).
-    pub fn version(&self) -> Option<Version> {
+    pub(crate) fn version(&self) -> Option<Version> {
         self.version
     }
 
     /// Whether a `session/new` or `session/fork` waits for the agent's answer (which names the
     /// new session).
-    pub fn waiting_for_new_session(&self) -> bool {
+    pub(crate) fn waiting_for_new_session(&self) -> bool {
         self.pending
             .values()
             .any(|p| matches!(p.method.as_str(), "session/new" | "session/fork"))
     }
 
     /// Observes one line, numbered `seq`, that went `direction`.
-    pub fn observe(&mut self, direction: Direction, seq: i64, msg: &Message) -> Observed {
+    pub(crate) fn observe(&mut self, direction: Direction, seq: i64, msg: &Message) -> Observed {
         if let Some(messages) = msg.batch() {
             // The facts of every message of a batch, as if each had its own line.
             let mut out = Observed::default();
@@ -607,7 +607,7 @@ impl SessionState {
 /// The two shapes a `session/request_permission` may carry: v1's `toolCall`, and v2's `subject`
 /// (`tool_call` with a `toolCall` update, `command` with a command and cwd, or another type).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PermissionShapes<'a> {
+pub(crate) struct PermissionShapes<'a> {
     /// v1: `params.toolCall`, when it is an object.
     pub v1_tool_call: Option<&'a Map<String, Value>>,
     /// v2: `params.subject`, when present and not `null`.
@@ -617,7 +617,7 @@ pub struct PermissionShapes<'a> {
 }
 
 impl<'a> PermissionShapes<'a> {
-    pub fn of(params: Option<&'a Value>) -> Self {
+    pub(crate) fn of(params: Option<&'a Value>) -> Self {
         let object = |v: Option<&'a Value>| match v {
             Some(Value::Object(map)) => Some(map),
             _ => None,
@@ -636,13 +636,13 @@ impl<'a> PermissionShapes<'a> {
     }
 
     /// The subject's `type`, as text (`None`: no subject, or a type that is not a string).
-    pub fn subject_type(&self) -> Option<&'a str> {
+    pub(crate) fn subject_type(&self) -> Option<&'a str> {
         self.subject?.get("type")?.as_str()
     }
 
     /// The tool call the request is about: the subject's (a `tool_call` subject's update, a
     /// `command` subject's `toolCallId`), else v1's.
-    pub fn tool_call_id(&self) -> Option<&'a str> {
+    pub(crate) fn tool_call_id(&self) -> Option<&'a str> {
         let id = |m: &'a Map<String, Value>| m.get("toolCallId").and_then(Value::as_str);
         self.subject_tool_call
             .and_then(id)

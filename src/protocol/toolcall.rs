@@ -33,7 +33,7 @@ use std::hash::{Hash, Hasher};
 use serde_json::{Map, Value};
 
 /// The fields that make up a tool call's state, by their wire names.
-pub const FIELDS: [&str; 7] = [
+pub(crate) const FIELDS: [&str; 7] = [
     "title",
     "kind",
     "status",
@@ -57,7 +57,7 @@ pub enum UpdateKind {
 }
 
 impl UpdateKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             UpdateKind::ToolCall => "tool_call",
             UpdateKind::ToolCallUpdate => "tool_call_update",
@@ -67,7 +67,7 @@ impl UpdateKind {
     }
 
     /// The kind for a `sessionUpdate` value, if it is about a tool call.
-    pub fn from_session_update(tag: &str) -> Option<UpdateKind> {
+    pub(crate) fn from_session_update(tag: &str) -> Option<UpdateKind> {
         match tag {
             "tool_call" => Some(UpdateKind::ToolCall),
             "tool_call_update" => Some(UpdateKind::ToolCallUpdate),
@@ -78,10 +78,10 @@ impl UpdateKind {
 }
 
 /// Longest string kept in a compacted field (bytes; cut at a character boundary).
-pub const KEPT_TEXT: usize = 1024;
+pub(crate) const KEPT_TEXT: usize = 1024;
 
 /// Most content items kept.
-pub const KEPT_ITEMS: usize = 256;
+pub(crate) const KEPT_ITEMS: usize = 256;
 
 /// One tool call's current state: each field as the wire last set it (`None`: unset or cleared),
 /// the heavy ones compacted (see the module docs).
@@ -112,13 +112,13 @@ fn well_typed(name: &str, value: &Value) -> bool {
 }
 
 impl ToolCall {
-    pub fn get(&self, name: &str) -> Option<&Value> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Value> {
         let i = FIELDS.iter().position(|f| *f == name)?;
         self.fields[i].as_ref()
     }
 
     /// The state as a JSON object of its set fields.
-    pub fn to_object(&self) -> Map<String, Value> {
+    pub(crate) fn to_object(&self) -> Map<String, Value> {
         FIELDS
             .iter()
             .zip(&self.fields)
@@ -127,7 +127,7 @@ impl ToolCall {
     }
 
     /// A field as text: strings as they are, anything else as JSON.
-    pub fn text(&self, name: &str) -> Option<String> {
+    pub(crate) fn text(&self, name: &str) -> Option<String> {
         self.get(name).map(|v| match v {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -149,7 +149,11 @@ impl ToolCall {
 
     /// Applies one later message. Returns the fields whose value changed, in [`FIELDS`] order
     /// (empty: the message changed nothing).
-    pub fn apply(&mut self, update: &Map<String, Value>, how: UpdateKind) -> Vec<&'static str> {
+    pub(crate) fn apply(
+        &mut self,
+        update: &Map<String, Value>,
+        how: UpdateKind,
+    ) -> Vec<&'static str> {
         if how == UpdateKind::ContentChunk {
             let Some(item) = update.get("content") else {
                 return Vec::new();
@@ -303,7 +307,7 @@ pub fn from_session_update(params: &Value) -> Option<(&Map<String, Value>, Updat
 }
 
 /// Most tool calls held per connection; past it the oldest are let go (and remembered as such).
-pub const MAX_TOOL_CALLS: usize = 10_000;
+pub(crate) const MAX_TOOL_CALLS: usize = 10_000;
 
 /// The tool calls of a connection so far, by session and toolCallId. At most
 /// [`MAX_TOOL_CALLS`] are held: the oldest go first, and a digest of each id let go is kept so
@@ -322,7 +326,7 @@ pub struct ToolCalls {
 impl ToolCalls {
     /// The state the policy tap keeps: a finished call keeps only its title, kind, status and
     /// that it finished (a long session's finished calls were most of the tap's memory).
-    pub fn shedding_finished() -> Self {
+    pub(crate) fn shedding_finished() -> Self {
         ToolCalls {
             shed_finished: true,
             ..Self::default()
@@ -330,7 +334,7 @@ impl ToolCalls {
     }
 
     /// The (session, toolCallId) of every tool call known.
-    pub fn keys(&self) -> impl Iterator<Item = &(String, String)> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &(String, String)> {
         self.calls.keys()
     }
 
@@ -374,7 +378,7 @@ impl ToolCalls {
     }
 
     /// Whether this tool call was held once and let go to bound memory.
-    pub fn forgotten(&self, session_id: &str, tool_call_id: &str) -> bool {
+    pub(crate) fn forgotten(&self, session_id: &str, tool_call_id: &str) -> bool {
         self.forgotten
             .contains(&key_digest(session_id, tool_call_id))
     }

@@ -26,7 +26,7 @@ pub enum Version {
 
 impl Version {
     /// The version a `protocolVersion` value names; `None` when it is not a non-negative integer.
-    pub fn from_value(value: &Value) -> Option<Version> {
+    pub(crate) fn from_value(value: &Value) -> Option<Version> {
         // `2.0` is 2 to a JavaScript peer.
         let number = value.as_u64().or_else(|| {
             value
@@ -41,21 +41,13 @@ impl Version {
         })
     }
 
-    pub fn number(self) -> u64 {
-        match self {
-            Version::V1 => 1,
-            Version::V2 => 2,
-            Version::Other(n) => n,
-        }
-    }
-
-    pub fn is_v2(self) -> bool {
+    pub(crate) fn is_v2(self) -> bool {
         self == Version::V2
     }
 
     /// Whether the client serves `fs/*` and `terminal/*` requests in this version (v1 only: the
     /// v2 draft moved files and terminals to the agent).
-    pub fn client_serves_fs_and_terminals(self) -> bool {
+    pub(crate) fn client_serves_fs_and_terminals(self) -> bool {
         self == Version::V1
     }
 }
@@ -72,7 +64,7 @@ impl std::fmt::Display for Version {
 
 /// The methods each side sends, by version: requests and notifications. `None`: a method acptap
 /// does not know in that version (an extension `_...` method, or one from elsewhere).
-pub fn sender_of(version: Version, method: &str) -> Option<Side> {
+pub(crate) fn sender_of(version: Version, method: &str) -> Option<Side> {
     let v2 = version.is_v2();
     Some(match method {
         // Both versions (some are unstable additions of v1 in 2026, typed by the schema crate).
@@ -129,7 +121,7 @@ pub fn sender_of(version: Version, method: &str) -> Option<Side> {
 /// (`fs/read_text_file`, `terminal/create`, `session/load`, `authenticate`). `None` when `version`
 /// defines it, or neither does (an extension `_...` method, a typo). A version acptap has no
 /// rules for is read with v1's table, so its other version is v2.
-pub fn other_version_defining(version: Version, method: &str) -> Option<Version> {
+pub(crate) fn other_version_defining(version: Version, method: &str) -> Option<Version> {
     let other = if version.is_v2() {
         Version::V1
     } else {
@@ -144,13 +136,13 @@ pub fn other_version_defining(version: Version, method: &str) -> Option<Version>
 /// `state_update`, `tool_call_content_chunk`, `terminal_update`, ...) are not in v1's schema at
 /// all, so a v1 reader refuses them; v2's schema keeps an unknown kind as a future one, so a v1
 /// kind under v2 is only caught here.
-pub fn is_v1_only_update(kind: &str) -> bool {
+pub(crate) fn is_v1_only_update(kind: &str) -> bool {
     matches!(kind, "tool_call" | "plan" | "current_mode_update")
 }
 
 /// Who sends a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
+pub(crate) enum Side {
     Client,
     Agent,
     Either,

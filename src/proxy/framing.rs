@@ -23,7 +23,7 @@ use std::io::{self, Read};
 
 /// The longest line that is held and recorded whole (64 MiB, the size of real `_meta` payloads
 /// with room to spare).
-pub const MAX_FRAMED_LINE: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_FRAMED_LINE: usize = 64 * 1024 * 1024;
 
 /// How much is asked of `read` at once: large enough that a stream of small lines costs one
 /// syscall per pipe buffer, not per line.
@@ -31,7 +31,7 @@ const READ_SIZE: usize = 64 * 1024;
 
 /// A run of bytes ready to be forwarded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
+pub(crate) enum Piece {
     /// One or more complete lines, each ending in `\n`.
     Lines(Bytes),
     /// Part of a line longer than the framer's maximum. `first` marks the piece that starts the
@@ -47,7 +47,7 @@ pub enum Piece {
 
 impl Piece {
     /// The bytes to forward.
-    pub fn bytes(&self) -> &Bytes {
+    pub(crate) fn bytes(&self) -> &Bytes {
         match self {
             Piece::Lines(b) | Piece::Unterminated(b) => b,
             Piece::LongPart { bytes, .. } => bytes,
@@ -57,7 +57,7 @@ impl Piece {
 
 /// Splits a byte stream into [`Piece`]s.
 #[derive(Debug)]
-pub struct LineFramer {
+pub(crate) struct LineFramer {
     buf: BytesMut,
     /// How much of `buf` is known to hold no `\n`: only new bytes are searched, so a long line
     /// costs linear time.
@@ -74,7 +74,7 @@ impl Default for LineFramer {
 }
 
 impl LineFramer {
-    pub fn new(max_line: usize) -> Self {
+    pub(crate) fn new(max_line: usize) -> Self {
         Self {
             buf: BytesMut::with_capacity(READ_SIZE),
             scanned: 0,
@@ -85,7 +85,7 @@ impl LineFramer {
 
     /// Reads once from `input` into the framer. Returns the number of bytes read: 0 means end of
     /// input.
-    pub fn read_from(&mut self, input: &mut impl Read) -> io::Result<usize> {
+    pub(crate) fn read_from(&mut self, input: &mut impl Read) -> io::Result<usize> {
         let start = self.buf.len();
         self.buf.resize(start + READ_SIZE, 0);
         let result = loop {
@@ -99,13 +99,14 @@ impl LineFramer {
         result
     }
 
-    /// Adds bytes as if they had been read (for feeding the framer from memory).
-    pub fn push(&mut self, bytes: &[u8]) {
+    /// Adds bytes as if they had been read (for feeding the framer from memory in tests).
+    #[cfg(test)]
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
 
     /// The next piece that can be handed out from what was read so far, if any.
-    pub fn next_piece(&mut self) -> Option<Piece> {
+    pub(crate) fn next_piece(&mut self) -> Option<Piece> {
         if self.buf.is_empty() {
             return None;
         }
@@ -158,7 +159,7 @@ impl LineFramer {
     }
 
     /// At end of input: whatever is left, which has no `\n`.
-    pub fn finish(&mut self) -> Option<Piece> {
+    pub(crate) fn finish(&mut self) -> Option<Piece> {
         self.scanned = 0;
         if std::mem::take(&mut self.in_long_line) {
             // Even with nothing left, the over-long line needs its ending piece.
@@ -176,7 +177,7 @@ impl LineFramer {
 }
 
 /// Splits a run of complete lines into its lines, each keeping its `\n`. Zero-copy.
-pub fn split_lines(run: &Bytes) -> impl Iterator<Item = Bytes> + '_ {
+pub(crate) fn split_lines(run: &Bytes) -> impl Iterator<Item = Bytes> + '_ {
     let mut start = 0;
     std::iter::from_fn(move || {
         if start >= run.len() {

@@ -16,7 +16,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
 /// Starts the agent with piped stdio in a process group of its own.
-pub fn spawn_agent(argv: &[String]) -> std::io::Result<Child> {
+pub(crate) fn spawn_agent(argv: &[String]) -> std::io::Result<Child> {
     #[cfg(target_os = "linux")]
     // SAFETY: prctl with these arguments only sets a flag of this process.
     unsafe {
@@ -46,7 +46,7 @@ pub fn spawn_agent(argv: &[String]) -> std::io::Result<Child> {
 }
 
 /// Sends `signal` to the agent's whole process group. Harmless if the group is already gone.
-pub fn signal_group(pid: u32, signal: i32) {
+pub(crate) fn signal_group(pid: u32, signal: i32) {
     // SAFETY: kill has no memory-safety preconditions. The group id is the agent's pid, which the
     // kernel does not reuse while any member of the group is alive.
     unsafe {
@@ -56,7 +56,7 @@ pub fn signal_group(pid: u32, signal: i32) {
 
 /// The exit code acptap passes on: the agent's own, or 128 + N when signal N ended it (as a shell
 /// reports it).
-pub fn exit_code(status: ExitStatus) -> i32 {
+pub(crate) fn exit_code(status: ExitStatus) -> i32 {
     match (status.code(), status.signal()) {
         (Some(code), _) => code,
         (None, Some(signal)) => 128 + signal,
@@ -67,7 +67,7 @@ pub fn exit_code(status: ExitStatus) -> i32 {
 /// Ends every process that became this process's child after its parent died (see the module
 /// docs): SIGKILL, then reaped, until none is left. `keep` is a child that must not be touched
 /// (the agent itself, while another thread still waits for it). Linux only; elsewhere a no-op.
-pub fn end_orphans(keep: Option<u32>) {
+pub(crate) fn end_orphans(keep: Option<u32>) {
     #[cfg(target_os = "linux")]
     for _ in 0..64 {
         let me = std::process::id();

@@ -12,11 +12,11 @@
 //! thread only supervises: it waits for events (a signal, the client's EOF, the agent's exit) and
 //! applies the lifecycle rules of `lifecycle.rs`.
 
-pub mod framing;
-pub mod lifecycle;
-pub mod policy_tap;
-pub mod pump;
-pub mod sink;
+pub(crate) mod framing;
+pub(crate) mod lifecycle;
+pub(crate) mod policy_tap;
+pub(crate) mod pump;
+pub(crate) mod sink;
 
 use std::fs::File;
 use std::os::fd::AsFd;
@@ -69,7 +69,7 @@ pub enum ProxyError {
 
 /// How `acptap run` is configured.
 #[derive(Debug)]
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     pub agent: Vec<String>,
     pub destination: Destination,
     pub label: Option<String>,
@@ -107,7 +107,7 @@ enum Escalation {
 }
 
 /// The client's side of the proxy: where its lines come from and go to.
-pub struct ClientStreams {
+pub(crate) struct ClientStreams {
     pub input: Box<dyn std::io::Read + Send>,
     pub output: Box<dyn std::io::Write + Send>,
     /// Where the agent's stderr goes.
@@ -120,7 +120,7 @@ pub struct ClientStreams {
 impl ClientStreams {
     /// Our own stdin, stdout and stderr (duplicated, so the pumps own plain files and Rust's
     /// buffered handles stay out of the data path), with signals passed on.
-    pub fn stdio() -> std::io::Result<ClientStreams> {
+    pub(crate) fn stdio() -> std::io::Result<ClientStreams> {
         Ok(ClientStreams {
             input: Box::new(File::from(std::io::stdin().as_fd().try_clone_to_owned()?)),
             output: Box::new(File::from(std::io::stdout().as_fd().try_clone_to_owned()?)),
@@ -133,7 +133,7 @@ impl ClientStreams {
 /// A proxy running on a thread of this process, with the client's ends of its pipes: what
 /// `demo` and `replay --as client` drive, so that they never spawn `acptap run`, never look for
 /// its recording, and never read a policy from the user's configuration.
-pub struct InProcess {
+pub(crate) struct InProcess {
     /// Lines written here reach the agent through the proxy; drop it to end the session.
     pub to_agent: std::io::PipeWriter,
     /// The agent's lines, after the proxy.
@@ -142,11 +142,11 @@ pub struct InProcess {
 }
 
 /// The thread a proxy runs on.
-pub struct ProxyThread(std::thread::JoinHandle<Result<RunOutcome, ProxyError>>);
+pub(crate) struct ProxyThread(std::thread::JoinHandle<Result<RunOutcome, ProxyError>>);
 
 impl InProcess {
     /// Starts the agent behind a proxy on its own thread; the agent's stderr goes to ours.
-    pub fn start(options: RunOptions) -> Result<InProcess, ProxyError> {
+    pub(crate) fn start(options: RunOptions) -> Result<InProcess, ProxyError> {
         let (input, to_agent) = std::io::pipe()?;
         let (from_agent, output) = std::io::pipe()?;
         let errors = File::from(std::io::stderr().as_fd().try_clone_to_owned()?);
@@ -170,14 +170,14 @@ impl InProcess {
 impl ProxyThread {
     /// Waits for the proxy to end (after the client's end of the pipe to the agent is closed,
     /// or when the agent exits by itself).
-    pub fn wait(self) -> Result<RunOutcome, ProxyError> {
+    pub(crate) fn wait(self) -> Result<RunOutcome, ProxyError> {
         self.0.join().map_err(|_| ProxyError::Panicked)?
     }
 }
 
 /// How a proxy run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RunOutcome {
+pub(crate) struct RunOutcome {
     /// The agent's exit code (128 + N for a signal), to exit with.
     pub exit_code: i32,
     /// The recording's connection id; `None` with `--no-record` or when recording failed.
@@ -196,7 +196,10 @@ impl Drop for AgentGuard {
 }
 
 /// Runs the proxy between `client` and the agent until the agent is gone.
-pub fn run(mut options: RunOptions, client: ClientStreams) -> Result<RunOutcome, ProxyError> {
+pub(crate) fn run(
+    mut options: RunOptions,
+    client: ClientStreams,
+) -> Result<RunOutcome, ProxyError> {
     let mut child = lifecycle::spawn_agent(&options.agent).map_err(|source| ProxyError::Spawn {
         command: options.agent.join(" "),
         source,

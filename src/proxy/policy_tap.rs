@@ -31,7 +31,7 @@ use crate::record::{Annotation, PolicyNote};
 /// (`protocol::SessionState`), in its tap mode. Both taps feed it: the client's `session/new` and
 /// `session/load` (cwds), the agent's lines that can matter.
 #[derive(Debug)]
-pub struct SharedState(Mutex<SessionState>);
+pub(crate) struct SharedState(Mutex<SessionState>);
 
 impl Default for SharedState {
     fn default() -> Self {
@@ -50,7 +50,7 @@ fn contains(line: &[u8], needle: &[u8]) -> bool {
 }
 
 /// Watches the client's lines for session cwds. Never withholds anything.
-pub struct ClientTap {
+pub(crate) struct ClientTap {
     pub state: Arc<SharedState>,
 }
 
@@ -72,7 +72,7 @@ impl LineTap for ClientTap {
 }
 
 /// Decides the agent's permission requests by the policy.
-pub struct PolicyTap {
+pub(crate) struct PolicyTap {
     policy: Policy,
     shadow: bool,
     state: Arc<SharedState>,
@@ -82,7 +82,7 @@ pub struct PolicyTap {
 }
 
 impl PolicyTap {
-    pub fn new(policy: Policy, shadow: bool, state: Arc<SharedState>) -> PolicyTap {
+    pub(crate) fn new(policy: Policy, shadow: bool, state: Arc<SharedState>) -> PolicyTap {
         PolicyTap {
             policy,
             shadow,

@@ -18,7 +18,7 @@ use crate::protocol::Direction;
 use crate::record::{Annotation, RecorderHandle, now_us};
 
 /// Where a pump's bytes go.
-pub enum Forward {
+pub(crate) enum Forward {
     /// To a sink's writer thread.
     Sink(SinkSender),
     /// Straight to a writer this pump alone uses (the agent's stderr to ours).
@@ -41,7 +41,7 @@ impl Forward {
 }
 
 /// What a tap decides about one complete line.
-pub enum Disposition {
+pub(crate) enum Disposition {
     /// Forward it, recorded with this annotation.
     Forward(Annotation),
     /// Do not forward it: send `reply` back the other way instead (on the priority lane of the
@@ -54,12 +54,12 @@ pub enum Disposition {
 }
 
 /// Looks at each complete line a pump reads (not at the parts of an over-long line).
-pub trait LineTap: Send {
+pub(crate) trait LineTap: Send {
     fn inspect(&mut self, line: &Bytes) -> Disposition;
 }
 
 /// A tap, and where its answers go.
-pub struct Interceptor {
+pub(crate) struct Interceptor {
     pub tap: Box<dyn LineTap>,
     pub answers: Option<PrioritySender>,
 }
@@ -67,7 +67,7 @@ pub struct Interceptor {
 /// Copies `input` to `forward` until end of input, recording every line. Returns the number of
 /// bytes read, or the read error that ended the stream (everything read before it was
 /// forwarded).
-pub fn pump(
+pub(crate) fn pump(
     mut input: impl Read,
     direction: Direction,
     mut forward: Forward,

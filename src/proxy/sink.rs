@@ -28,7 +28,7 @@ use bytes::Bytes;
 
 /// Pieces waiting in one lane: each is at most one read (64 KiB) or one long line, and a short
 /// queue is enough to keep the writer busy while the reader reads.
-pub const SINK_QUEUE_PIECES: usize = 64;
+pub(crate) const SINK_QUEUE_PIECES: usize = 64;
 
 /// Bytes waiting in the forwarded lane at most (a few long lines), so memory stays bounded
 /// when the peer reads slower than the other side writes.
@@ -90,13 +90,13 @@ impl Shared {
 }
 
 /// The forwarded lane's sender: there is one, owned by the pump; dropping it closes the sink.
-pub struct SinkSender {
+pub(crate) struct SinkSender {
     shared: Arc<Shared>,
 }
 
 /// The priority lane's sender (cheap to clone).
 #[derive(Clone)]
-pub struct PrioritySender {
+pub(crate) struct PrioritySender {
     shared: Arc<Shared>,
 }
 
@@ -105,7 +105,7 @@ impl SinkSender {
     /// its last. When nothing is queued and nobody is writing, the caller writes it itself: a
     /// request and its response then cost no thread hand-off. Otherwise the piece is queued for
     /// the writer thread (waiting while the lane is full).
-    pub fn send(&self, piece: Bytes, ends_line: bool) {
+    pub(crate) fn send(&self, piece: Bytes, ends_line: bool) {
         let mut lanes = self.shared.lock();
         if piece.len() <= DIRECT_WRITE_MAX
             && !lanes.writing
@@ -134,7 +134,7 @@ impl SinkSender {
         self.shared.work.notify_one();
     }
 
-    pub fn priority(&self) -> PrioritySender {
+    pub(crate) fn priority(&self) -> PrioritySender {
         PrioritySender {
             shared: self.shared.clone(),
         }
@@ -152,7 +152,7 @@ impl PrioritySender {
     /// Queues a whole line of acptap's own for the writer thread (never written on the caller's
     /// thread: the caller is the other direction's pump, which must not block on this sink).
     /// Returns false if the sink is already closed.
-    pub fn send(&self, line: Bytes) -> bool {
+    pub(crate) fn send(&self, line: Bytes) -> bool {
         let mut lanes = self.shared.lock();
         while lanes.priority.len() >= SINK_QUEUE_PIECES && !lanes.forwarded_closed {
             lanes = self
@@ -173,7 +173,10 @@ impl PrioritySender {
 
 /// Starts the writer thread of a sink. It ends when the forwarded lane is closed and drained,
 /// and then closes `out` (for the agent's stdin, that is what the agent sees as end of input).
-pub fn spawn_writer(name: &str, out: impl Write + Send + 'static) -> (SinkSender, JoinHandle<()>) {
+pub(crate) fn spawn_writer(
+    name: &str,
+    out: impl Write + Send + 'static,
+) -> (SinkSender, JoinHandle<()>) {
     let shared = Arc::new(Shared {
         lanes: Mutex::new(Lanes {
             forwarded: VecDeque::new(),

@@ -118,7 +118,7 @@ fn relative(text: &str, to_cwd: Option<&Relocation>) -> String {
 }
 
 /// `text` with the session's `cwd` written `<cwd>`, as the comparison writes every string.
-pub fn cwd_written(text: &str, cwd: Option<&str>) -> String {
+pub(crate) fn cwd_written(text: &str, cwd: Option<&str>) -> String {
     relative(text, to_cwd(cwd).as_ref())
 }
 
@@ -138,7 +138,7 @@ fn prompt_text(raw: &[u8]) -> String {
 }
 
 /// Reads a recorded session's shape.
-pub fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
+pub(crate) fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
     let summary = super::session_summary_of(reader, session)?;
     let cwd_relocation = to_cwd(summary.cwd.as_deref());
     let cwd = cwd_relocation.as_ref();
@@ -236,12 +236,12 @@ pub fn shape(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Shape> {
 
 /// Pairs the tool calls of two paired turns: for each call of `a`, the call of `b` (an index
 /// into `b`) that stands for it, if any; no call of `b` stands for two.
-pub trait Matcher {
+pub(crate) trait Matcher {
     fn pair_calls(&self, a: &[CallShape], b: &[CallShape]) -> Vec<Option<usize>>;
 }
 
 /// The n-th call of one side with the n-th of the other (`acptap diff`).
-pub struct ByOrder;
+pub(crate) struct ByOrder;
 
 impl Matcher for ByOrder {
     fn pair_calls(&self, a: &[CallShape], b: &[CallShape]) -> Vec<Option<usize>> {
@@ -251,7 +251,7 @@ impl Matcher for ByOrder {
 
 /// What is compared of two paired turns, in the order it is compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TurnField {
+pub(crate) enum TurnField {
     Prompt,
     StopReason,
     Error,
@@ -281,7 +281,7 @@ impl TurnField {
 
 /// What is compared of two paired tool calls, in the order it is compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallField {
+pub(crate) enum CallField {
     Kind,
     Title,
     Status,
@@ -314,7 +314,7 @@ impl CallField {
 
 /// What is compared of two paired permission requests, in the order it is compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PermissionField {
+pub(crate) enum PermissionField {
     Asks,
     ToolCall,
     ToolKind,
@@ -347,7 +347,7 @@ impl PermissionField {
 
 /// The side of the one item of a change that only one side has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
+pub(crate) enum Side {
     A,
     B,
 }
@@ -355,7 +355,7 @@ pub enum Side {
 /// One difference the engine found. `turn` is numbered from 1; `n` is an item's position on
 /// its side, from 1 (for two paired items, that of `a`'s).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Change<'s> {
+pub(crate) enum Change<'s> {
     /// A turn only one side has.
     Turn {
         turn: usize,
@@ -413,7 +413,7 @@ fn only<'s, T>(a: Option<&'s T>, b: Option<&'s T>) -> (Side, &'s T) {
 /// Every difference between `a` and `b`, turn by turn: a turn's own fields, then its tool calls
 /// (`a`'s in order, each paired by `matcher` or alone, then `b`'s left alone), then its
 /// permission requests; a turn on one side only is one change.
-pub fn walk<'s>(a: &'s Shape, b: &'s Shape, matcher: &dyn Matcher) -> Vec<Change<'s>> {
+pub(crate) fn walk<'s>(a: &'s Shape, b: &'s Shape, matcher: &dyn Matcher) -> Vec<Change<'s>> {
     let mut out = Vec::new();
     for i in 0..a.turns.len().max(b.turns.len()) {
         let turn = i + 1;

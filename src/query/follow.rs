@@ -44,7 +44,7 @@ pub struct Cursor {
 
 impl Cursor {
     /// A cursor at the end of what is recorded now: only later events will be seen.
-    pub fn at_end(reader: &Reader) -> rusqlite::Result<Cursor> {
+    pub(crate) fn at_end(reader: &Reader) -> rusqlite::Result<Cursor> {
         let conn = reader.conn();
         let max =
             |sql: &str| conn.query_row(sql, [], |r| Ok(r.get::<_, Option<i64>>(0)?.unwrap_or(0)));
@@ -55,7 +55,7 @@ impl Cursor {
     }
 
     /// The events committed since the last poll, in time order.
-    pub fn poll(&mut self, reader: &Reader) -> rusqlite::Result<Vec<Event>> {
+    pub(crate) fn poll(&mut self, reader: &Reader) -> rusqlite::Result<Vec<Event>> {
         let conn = reader.conn();
         let mut events = Vec::new();
         // Up to here this time: a message committed while this poll runs is seen by the next.

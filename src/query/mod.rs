@@ -9,8 +9,8 @@
 //! maintenance commands write through `record::Store`.
 
 pub mod compare;
-pub mod follow;
-pub mod pages;
+pub(crate) mod follow;
+pub(crate) mod pages;
 pub mod reader;
 mod rows;
 pub mod search;
@@ -21,4 +21,4 @@ pub use rows::*;
 
 /// What a read of a recording gives a view: its value, or why it could not be read (no such
 /// session, an ambiguous id, the database's own error).
-pub type Result<T, E = QueryError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = QueryError> = std::result::Result<T, E>;

@@ -17,7 +17,7 @@ use super::{
 /// that page (the UI's lists, MCP's tools): a limit out of bounds is brought within them, and
 /// `note` says so.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageRequest {
+pub(crate) struct PageRequest {
     pub offset: usize,
     pub limit: usize,
     /// Why the limit is not the one asked for.
@@ -27,7 +27,12 @@ pub struct PageRequest {
 impl PageRequest {
     /// `limit` rows (`default` when none is asked for, at least 1 and at most `max`) from
     /// `offset`.
-    pub fn new(offset: usize, limit: Option<usize>, default: usize, max: usize) -> PageRequest {
+    pub(crate) fn new(
+        offset: usize,
+        limit: Option<usize>,
+        default: usize,
+        max: usize,
+    ) -> PageRequest {
         let (limit, note) = match limit {
             Some(0) => (1, Some("limit is at least 1".to_owned())),
             Some(n) if n > max => (
@@ -45,7 +50,7 @@ impl PageRequest {
     }
 
     /// The page of `rows` (all that match, in order) asked for.
-    pub fn page_of<T>(&self, rows: impl ExactSizeIterator<Item = T>) -> Page<T> {
+    pub(crate) fn page_of<T>(&self, rows: impl ExactSizeIterator<Item = T>) -> Page<T> {
         let total = rows.len();
         Page::new(
             self,
@@ -64,7 +69,7 @@ impl PageRequest {
 /// The `items` of a list from `offset`, of the `total` that match, and how many `more` follow
 /// (then `next_offset` is where they start).
 #[derive(Debug, Serialize)]
-pub struct Page<T> {
+pub(crate) struct Page<T> {
     pub total: usize,
     pub offset: usize,
     pub items: Vec<T>,
@@ -78,7 +83,7 @@ pub struct Page<T> {
 
 impl<T> Page<T> {
     /// `items`, the page `request` asked for of the `total` that match.
-    pub fn new(request: &PageRequest, total: usize, items: Vec<T>) -> Page<T> {
+    pub(crate) fn new(request: &PageRequest, total: usize, items: Vec<T>) -> Page<T> {
         let end = request.offset.saturating_add(items.len());
         let more = total.saturating_sub(end);
         Page {
@@ -92,7 +97,7 @@ impl<T> Page<T> {
     }
 
     /// The same page with each item made into what a view shows of it.
-    pub fn map<U>(self, each: impl FnMut(T) -> U) -> Page<U> {
+    pub(crate) fn map<U>(self, each: impl FnMut(T) -> U) -> Page<U> {
         Page {
             total: self.total,
             offset: self.offset,
@@ -111,7 +116,7 @@ fn count(n: i64) -> usize {
 
 /// Which tool calls a page lists; `None` matches every one.
 #[derive(Debug, Clone, Default)]
-pub struct ToolCallFilter {
+pub(crate) struct ToolCallFilter {
     pub status: Option<String>,
     pub kind: Option<String>,
     /// A substring of the title or of a location's path, case-insensitive for ASCII.
@@ -120,7 +125,7 @@ pub struct ToolCallFilter {
 
 /// A page of a session's tool calls, in order of first appearance, without their arguments and
 /// results (`raw_input`, `raw_output`: read them with `queries::tool_call`).
-pub fn tool_calls(
+pub(crate) fn tool_calls(
     reader: &Reader,
     session: &SessionRef,
     filter: &ToolCallFilter,
@@ -171,7 +176,7 @@ pub fn tool_calls(
 /// A permission request with the title of the tool call it asks about (the request's own v2
 /// `title` is `request.title`).
 #[derive(Debug, Serialize)]
-pub struct PermissionItem {
+pub(crate) struct PermissionItem {
     pub tool_call_title: Option<String>,
     #[serde(flatten)]
     pub request: PermissionRow,
@@ -224,7 +229,7 @@ pub fn permission_requests(
 
 /// Which raw lines a page lists; `None` matches every one.
 #[derive(Debug, Clone, Default)]
-pub struct LineFilter {
+pub(crate) struct LineFilter {
     /// `c2a`, `a2c` or `stderr`.
     pub direction: Option<String>,
     /// The JSON-RPC method (a response has its request's).
@@ -234,7 +239,7 @@ pub struct LineFilter {
 }
 
 /// A page of a connection's recorded lines (stderr included), in order.
-pub fn lines(
+pub(crate) fn lines(
     reader: &Reader,
     connection_id: i64,
     filter: &LineFilter,
@@ -275,7 +280,11 @@ pub fn lines(
 }
 
 /// One recorded line of a connection, by its seq.
-pub fn line(reader: &Reader, connection_id: i64, seq: i64) -> rusqlite::Result<Option<MessageRow>> {
+pub(crate) fn line(
+    reader: &Reader,
+    connection_id: i64,
+    seq: i64,
+) -> rusqlite::Result<Option<MessageRow>> {
     reader
         .conn()
         .prepare_cached(&format!(
@@ -286,7 +295,7 @@ pub fn line(reader: &Reader, connection_id: i64, seq: i64) -> rusqlite::Result<O
 }
 
 /// The methods of a connection's lines, with how many lines each: the choices of a filter.
-pub fn methods(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<(String, i64)>> {
+pub(crate) fn methods(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<(String, i64)>> {
     reader
         .conn()
         .prepare_cached(
@@ -298,7 +307,7 @@ pub fn methods(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<(Str
 }
 
 /// The permission requests about one tool call, in order, with the options offered.
-pub fn permission_requests_of_call(
+pub(crate) fn permission_requests_of_call(
     reader: &Reader,
     session: &SessionRef,
     tool_call_id: &str,
@@ -333,7 +342,7 @@ pub fn permission_requests_of_call(
 }
 
 /// The kinds and the statuses of a session's tool calls, each once, in order.
-pub fn tool_call_facets(
+pub(crate) fn tool_call_facets(
     reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<(Vec<String>, Vec<String>)> {

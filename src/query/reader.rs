@@ -15,7 +15,6 @@ use crate::record::store::{BUSY_TIMEOUT, StoreError, schema_version};
 
 pub struct Reader {
     conn: Connection,
-    path: PathBuf,
 }
 
 impl Reader {
@@ -60,19 +59,12 @@ impl Reader {
                 expected,
             });
         }
-        Ok(Reader {
-            conn,
-            path: path.to_owned(),
-        })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(Reader { conn })
     }
 
     /// Runs `read` on one snapshot of the database: what other processes commit meanwhile is not
     /// seen, so figures read one after the other agree with each other.
-    pub fn snapshot<T, E: From<rusqlite::Error>>(
+    pub(crate) fn snapshot<T, E: From<rusqlite::Error>>(
         &self,
         read: impl FnOnce(&Reader) -> Result<T, E>,
     ) -> Result<T, E> {

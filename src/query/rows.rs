@@ -35,7 +35,7 @@ pub struct SessionRef {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct SessionSummary {
+pub(crate) struct SessionSummary {
     pub session_id: String,
     pub connection_id: i64,
     pub label: Option<String>,
@@ -135,7 +135,10 @@ fn connection_state(
 }
 
 /// The most recent sessions first.
-pub fn list_sessions(reader: &Reader, limit: usize) -> rusqlite::Result<Vec<SessionSummary>> {
+pub(crate) fn list_sessions(
+    reader: &Reader,
+    limit: usize,
+) -> rusqlite::Result<Vec<SessionSummary>> {
     let conn = reader.conn();
     conn.prepare(&format!(
         "{SESSION_SUMMARY_SQL} ORDER BY s.created_at DESC, s.id DESC LIMIT ?1"
@@ -144,7 +147,7 @@ pub fn list_sessions(reader: &Reader, limit: usize) -> rusqlite::Result<Vec<Sess
     .collect()
 }
 
-pub fn session_summary_of(
+pub(crate) fn session_summary_of(
     reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<SessionSummary> {
@@ -262,13 +265,13 @@ pub struct ToolCallRow {
 
 impl ToolCallRow {
     /// From first sight to last update, once the call has finished.
-    pub fn duration_us(&self) -> Option<i64> {
+    pub(crate) fn duration_us(&self) -> Option<i64> {
         matches!(self.status.as_deref(), Some("completed" | "failed"))
             .then_some(self.last_updated_at - self.first_seen_at)
     }
 
     /// Every path the call touches: its locations and the paths of its diffs.
-    pub fn paths(&self) -> Vec<String> {
+    pub(crate) fn paths(&self) -> Vec<String> {
         let mut paths: Vec<String> = Vec::new();
         let items = self
             .locations
@@ -291,10 +294,11 @@ impl ToolCallRow {
 /// beside its fields what it derives, `duration_us` and `paths` (written here only).
 impl ToolCallRow {
     /// The fields a list leaves out, for a detail to give: the large ones.
-    pub const LARGE_FIELDS: [&'static str; 4] = ["content", "locations", "raw_input", "raw_output"];
+    pub(crate) const LARGE_FIELDS: [&'static str; 4] =
+        ["content", "locations", "raw_input", "raw_output"];
 
     /// The whole row with what it derives: a detail.
-    pub fn detail_json(&self) -> Value {
+    pub(crate) fn detail_json(&self) -> Value {
         let mut value = serde_json::json!(self);
         self.add_derived(&mut value, self.paths());
         value
@@ -302,7 +306,7 @@ impl ToolCallRow {
 
     /// The row without its large fields ([`Self::LARGE_FIELDS`]), with what it derives: a row
     /// of a list. By value, so that a large field is dropped, never copied.
-    pub fn into_list_json(mut self) -> Value {
+    pub(crate) fn into_list_json(mut self) -> Value {
         let paths = self.paths();
         for large in [
             &mut self.content,
@@ -344,7 +348,7 @@ pub fn session_tool_calls(
 
 /// A recorded line of a connection, as it was read.
 #[derive(Debug, Clone)]
-pub struct ConnectionLine {
+pub(crate) struct ConnectionLine {
     pub seq: i64,
     pub ts: i64,
     pub direction: Direction,
@@ -354,7 +358,7 @@ pub struct ConnectionLine {
 }
 
 /// Every recorded line of a connection (stderr included), in order.
-pub fn connection_lines(
+pub(crate) fn connection_lines(
     reader: &Reader,
     connection_id: i64,
 ) -> rusqlite::Result<Vec<ConnectionLine>> {
@@ -378,13 +382,16 @@ pub fn connection_lines(
 
 /// Which tool calls `tools` lists.
 #[derive(Debug, Clone, Default)]
-pub struct ToolFilter {
+pub(crate) struct ToolFilter {
     pub session: Option<SessionRef>,
     pub status: Option<String>,
     pub kind: Option<String>,
 }
 
-pub fn tool_calls(reader: &Reader, filter: &ToolFilter) -> rusqlite::Result<Vec<ToolCallRow>> {
+pub(crate) fn tool_calls(
+    reader: &Reader,
+    filter: &ToolFilter,
+) -> rusqlite::Result<Vec<ToolCallRow>> {
     let mut calls = Vec::new();
     for_each_tool_call(reader, filter, |call| calls.push(call))?;
     Ok(calls)
@@ -516,7 +523,7 @@ fn client_requests_answered_from(
 }
 
 /// The largest message id in the database: a look at it later reads from the next one on.
-pub fn max_message_id(reader: &Reader) -> rusqlite::Result<i64> {
+pub(crate) fn max_message_id(reader: &Reader) -> rusqlite::Result<i64> {
     reader
         .conn()
         .query_row("SELECT coalesce(max(id), 0) FROM messages", [], |r| {
@@ -525,7 +532,7 @@ pub fn max_message_id(reader: &Reader) -> rusqlite::Result<i64> {
 }
 
 /// The request line of a session's first prompt turn.
-pub fn first_prompt_request(
+pub(crate) fn first_prompt_request(
     reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<Option<Vec<u8>>> {
@@ -543,7 +550,7 @@ pub fn first_prompt_request(
 }
 
 /// One tool call of a session, by its id.
-pub fn tool_call(
+pub(crate) fn tool_call(
     reader: &Reader,
     session: &SessionRef,
     tool_call_id: &str,
@@ -572,7 +579,7 @@ pub struct Window {
 
 /// A session's tool calls in `window` (changed since, or not completed or failed), in order of
 /// first appearance; without `raw_input` and `raw_output` unless `with_io`.
-pub fn session_tool_calls_in(
+pub(crate) fn session_tool_calls_in(
     reader: &Reader,
     session: &SessionRef,
     window: Window,
@@ -599,7 +606,7 @@ pub fn session_tool_calls_in(
 }
 
 /// The ids of a session's tool calls.
-pub fn session_tool_call_ids(
+pub(crate) fn session_tool_call_ids(
     reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<std::collections::HashSet<String>> {
@@ -615,7 +622,7 @@ pub fn session_tool_call_ids(
 }
 
 /// The tool calls `filter` selects, each handed to `each` as it is read.
-pub fn for_each_tool_call(
+pub(crate) fn for_each_tool_call(
     reader: &Reader,
     filter: &ToolFilter,
     each: impl FnMut(ToolCallRow),
@@ -734,7 +741,7 @@ pub struct PermissionRow {
 /// A v2 permission subject in one line: `command: cargo test (in /abs/project)`, `tool call:
 /// call_2`, or a type acptap has no words for as `TYPE: {the rest as JSON}`. Not made safe for a
 /// terminal or a page: each view does that as it prints it.
-pub fn subject_summary(subject: &Value) -> String {
+pub(crate) fn subject_summary(subject: &Value) -> String {
     let text = |name: &str| subject.get(name).and_then(Value::as_str);
     match subject.get("type").and_then(Value::as_str) {
         Some("command") => {
@@ -781,7 +788,7 @@ pub fn permission_requests(
 
 /// A session's permission requests in `window` (decided since, or undecided), without the
 /// options offered (`options` is `None`).
-pub fn permission_requests_in(
+pub(crate) fn permission_requests_in(
     reader: &Reader,
     session: &SessionRef,
     window: Window,
@@ -809,7 +816,7 @@ impl Default for RowRange {
 }
 
 /// A session's permission requests with `request_seq` in `seqs` (the turns a page shows).
-pub fn permission_requests_between(
+pub(crate) fn permission_requests_between(
     reader: &Reader,
     session: &SessionRef,
     seqs: std::ops::Range<i64>,
@@ -879,9 +886,8 @@ pub(super) fn permission_rows(
 
 /// A recorded line of a session, for rendering its text.
 #[derive(Debug, Clone)]
-pub struct SessionLine {
+pub(crate) struct SessionLine {
     pub seq: i64,
-    pub ts: i64,
     pub direction: Direction,
     pub kind: MessageKind,
     pub method: Option<String>,
@@ -894,12 +900,12 @@ pub struct SessionLine {
 /// The methods whose lines name no session but speak of something of one: the request a
 /// `$/cancel_request` cancels, the elicitation an `elicitation/complete` ends. A view reads them
 /// with the session's lines and keeps those about the session.
-pub const SESSIONLESS_METHODS: [&str; 2] = ["$/cancel_request", "elicitation/complete"];
+pub(crate) const SESSIONLESS_METHODS: [&str; 2] = ["$/cancel_request", "elicitation/complete"];
 
 /// The session's notifications and requests (not responses) with `seq` in `seqs`, in order,
 /// each handed to `each` as it is read (a session's lines can be gigabytes); with them, the
 /// connection's lines of [`SESSIONLESS_METHODS`] that name no session (`session_id: None`).
-pub fn for_each_session_line(
+pub(crate) fn for_each_session_line(
     reader: &Reader,
     session: &SessionRef,
     seqs: std::ops::Range<i64>,
@@ -908,7 +914,7 @@ pub fn for_each_session_line(
     let conn = reader.conn();
     let sessionless = SESSIONLESS_METHODS.map(|m| format!("'{m}'")).join(", ");
     let mut statement = conn.prepare_cached(&format!(
-        "SELECT seq, ts, direction, kind, method, session_id, raw FROM messages
+        "SELECT seq, direction, kind, method, session_id, raw FROM messages
          WHERE connection_id = ?1 AND seq >= ?3 AND seq < ?4
            AND kind IN ('request', 'notification')
            AND (session_id = ?2 OR (session_id IS NULL AND method IN ({sessionless})))
@@ -923,12 +929,11 @@ pub fn for_each_session_line(
     while let Some(r) = rows.next()? {
         each(SessionLine {
             seq: r.get(0)?,
-            ts: r.get(1)?,
-            direction: direction_at(r, 2)?,
-            kind: kind_at(r, 3)?,
-            method: r.get(4)?,
-            session_id: r.get(5)?,
-            raw: r.get(6)?,
+            direction: direction_at(r, 1)?,
+            kind: kind_at(r, 2)?,
+            method: r.get(3)?,
+            session_id: r.get(4)?,
+            raw: r.get(5)?,
         });
     }
     Ok(())
@@ -937,7 +942,7 @@ pub fn for_each_session_line(
 /// The answer to the request recorded at `request_seq`: the first response after it that
 /// names it. Read from the request on (by the connection's seq index), so an answer that
 /// follows soon costs a few rows.
-pub fn answer_to(
+pub(crate) fn answer_to(
     reader: &Reader,
     connection_id: i64,
     request_seq: i64,
@@ -955,7 +960,7 @@ pub fn answer_to(
 
 /// A recorded request, as a cancellation names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RequestRef {
+pub(crate) struct RequestRef {
     pub seq: i64,
     pub method: Option<String>,
     pub session_id: Option<String>,
@@ -964,7 +969,7 @@ pub struct RequestRef {
 /// The request a `$/cancel_request` recorded at `cancel_seq`, going `direction`, names by its
 /// JSON-RPC id (`rpc_id`, as JSON text): the latest request before it sent the same way. Ids
 /// are per direction, and a peer cancels only a request it issued itself.
-pub fn cancelled_request(
+pub(crate) fn cancelled_request(
     reader: &Reader,
     connection_id: i64,
     cancel_seq: i64,
@@ -994,7 +999,7 @@ pub fn cancelled_request(
 
 /// A recorded permission request, with what is needed to decide it again.
 #[derive(Debug, Clone)]
-pub struct RecordedPermission {
+pub(crate) struct RecordedPermission {
     pub connection_id: i64,
     pub session_id: Option<String>,
     pub tool_call_id: Option<String>,
@@ -1006,7 +1011,6 @@ pub struct RecordedPermission {
     /// The connection's negotiated protocol version, which decides the request's shape.
     pub protocol_version: Option<crate::protocol::Version>,
     pub outcome: Option<String>,
-    pub option_id: Option<String>,
     pub option_kind: Option<String>,
     pub decided_by: Option<String>,
     /// The agent's earlier lines about the same tool call (session/update), in order; read
@@ -1017,7 +1021,7 @@ pub struct RecordedPermission {
 }
 
 /// Every recorded permission request of one session, or of all.
-pub fn recorded_permissions(
+pub(crate) fn recorded_permissions(
     reader: &Reader,
     session: Option<&SessionRef>,
 ) -> rusqlite::Result<Vec<RecordedPermission>> {
@@ -1025,7 +1029,7 @@ pub fn recorded_permissions(
     let mut rows: Vec<RecordedPermission> = conn
         .prepare(
             "SELECT p.connection_id, p.session_id, p.tool_call_id, p.request_seq, m.raw, s.cwd,
-                    c.agent_info, p.outcome, p.option_id, p.option_kind, p.decided_by,
+                    c.agent_info, p.outcome, p.option_kind, p.decided_by,
                     p.policy_input, c.protocol_version
              FROM permission_requests p
              JOIN messages m ON m.id = p.request_message_id
@@ -1051,12 +1055,11 @@ pub fn recorded_permissions(
                         .and_then(Value::as_str)
                         .map(str::to_owned),
                     outcome: r.get(7)?,
-                    option_id: r.get(8)?,
-                    option_kind: r.get(9)?,
-                    decided_by: r.get(10)?,
+                    option_kind: r.get(8)?,
+                    decided_by: r.get(9)?,
                     earlier_updates: Vec::new(),
-                    policy_input: r.get(11)?,
-                    protocol_version: parse_json(r.get(12)?)
+                    policy_input: r.get(10)?,
+                    protocol_version: parse_json(r.get(11)?)
                         .as_ref()
                         .and_then(crate::protocol::Version::from_value),
                 })
@@ -1109,7 +1112,7 @@ pub fn recorded_permissions(
 /// One recorded line of a connection, with everything the recorder stored about it. Its
 /// `Serialize` leaves the line itself out: a view shows it as text, cut to its measure.
 #[derive(Debug, Clone, Serialize)]
-pub struct MessageRow {
+pub(crate) struct MessageRow {
     pub seq: i64,
     pub ts: i64,
     pub direction: Direction,
@@ -1170,7 +1173,7 @@ pub(super) fn message_row(r: &Row) -> rusqlite::Result<MessageRow> {
 }
 
 /// The first `limit` lines of a connection with `seq` in `seqs`, in order.
-pub fn connection_messages(
+pub(crate) fn connection_messages(
     reader: &Reader,
     connection_id: i64,
     seqs: std::ops::Range<i64>,
@@ -1196,7 +1199,10 @@ pub fn connection_messages(
 }
 
 /// When a connection started (µs since the epoch); `None` when there is no such connection.
-pub fn connection_started_at(reader: &Reader, connection_id: i64) -> rusqlite::Result<Option<i64>> {
+pub(crate) fn connection_started_at(
+    reader: &Reader,
+    connection_id: i64,
+) -> rusqlite::Result<Option<i64>> {
     reader
         .conn()
         .query_row(
@@ -1209,7 +1215,7 @@ pub fn connection_started_at(reader: &Reader, connection_id: i64) -> rusqlite::R
 
 /// A JSON-RPC line of a connection (a message or a batch, either way), as the trace reads it.
 #[derive(Debug, Clone)]
-pub struct ProtocolLine {
+pub(crate) struct ProtocolLine {
     pub ts: i64,
     pub direction: Direction,
     pub kind: MessageKind,
@@ -1220,7 +1226,7 @@ pub struct ProtocolLine {
 
 /// Calls `each` with every JSON-RPC line of a connection (requests, responses, notifications,
 /// batches; not stderr, not invalid lines), in order, one at a time.
-pub fn for_each_protocol_line(
+pub(crate) fn for_each_protocol_line(
     reader: &Reader,
     connection_id: i64,
     mut each: impl FnMut(ProtocolLine),
@@ -1246,7 +1252,7 @@ pub fn for_each_protocol_line(
 }
 
 /// When a connection started, and the signal that ended its agent (if one did).
-pub fn connection_start_and_signal(
+pub(crate) fn connection_start_and_signal(
     reader: &Reader,
     connection_id: i64,
 ) -> rusqlite::Result<(Option<i64>, Option<i64>)> {
@@ -1258,7 +1264,10 @@ pub fn connection_start_and_signal(
 }
 
 /// When the newest recorded line of a connection was read (by its seq, the last one read).
-pub fn newest_line_time(reader: &Reader, connection_id: i64) -> rusqlite::Result<Option<i64>> {
+pub(crate) fn newest_line_time(
+    reader: &Reader,
+    connection_id: i64,
+) -> rusqlite::Result<Option<i64>> {
     reader
         .conn()
         .query_row(
@@ -1270,7 +1279,10 @@ pub fn newest_line_time(reader: &Reader, connection_id: i64) -> rusqlite::Result
 }
 
 /// Every session a connection recorded (created, loaded, or only named), in order.
-pub fn connection_sessions(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<String>> {
+pub(crate) fn connection_sessions(
+    reader: &Reader,
+    connection_id: i64,
+) -> rusqlite::Result<Vec<String>> {
     reader
         .conn()
         .prepare(
@@ -1282,7 +1294,7 @@ pub fn connection_sessions(reader: &Reader, connection_id: i64) -> rusqlite::Res
 
 /// The request that opened the session (`session/new`, `session/load`, ...): its raw line, if
 /// recorded.
-pub fn session_opening_request(
+pub(crate) fn session_opening_request(
     reader: &Reader,
     session: &SessionRef,
 ) -> rusqlite::Result<Option<Vec<u8>>> {
@@ -1303,12 +1315,12 @@ pub fn session_opening_request(
 }
 
 /// A prompt turn's request seq, its request line and its response line (if answered).
-pub type TurnLines = (i64, Vec<u8>, Option<Vec<u8>>);
+pub(crate) type TurnLines = (i64, Vec<u8>, Option<Vec<u8>>);
 
 /// The prompt turns of a session in `window` (ended since, or open) whose request mentions
 /// `in_request` or whose response mentions `in_response` (a `_meta` key, `usage`): the
 /// request's seq, the request's line and the response's line. The rest are not read.
-pub fn turn_lines_mentioning(
+pub(crate) fn turn_lines_mentioning(
     reader: &Reader,
     session: &SessionRef,
     in_request: &str,
@@ -1343,7 +1355,10 @@ pub fn turn_lines_mentioning(
 }
 
 /// The sessions a connection created or loaded (not merely named), in order.
-pub fn announced_sessions(reader: &Reader, connection_id: i64) -> rusqlite::Result<Vec<String>> {
+pub(crate) fn announced_sessions(
+    reader: &Reader,
+    connection_id: i64,
+) -> rusqlite::Result<Vec<String>> {
     reader
         .conn()
         .prepare(
@@ -1363,7 +1378,7 @@ pub fn message_count(reader: &Reader) -> rusqlite::Result<i64> {
 
 /// A connection `prune` may delete.
 #[derive(Debug, Clone, Serialize)]
-pub struct PrunableConnection {
+pub(crate) struct PrunableConnection {
     pub id: i64,
     pub started_at: i64,
     pub label: Option<String>,
@@ -1372,7 +1387,7 @@ pub struct PrunableConnection {
 }
 
 /// The connections started before `before` (µs since the epoch) that are not being recorded.
-pub fn prunable_connections(
+pub(crate) fn prunable_connections(
     reader: &Reader,
     before: i64,
 ) -> rusqlite::Result<Vec<PrunableConnection>> {
@@ -1405,7 +1420,7 @@ pub fn prunable_connections(
 
 /// How many lines a connection recorded.
 /// How many lines of a connection have `seq` in `seqs`.
-pub fn connection_message_count(
+pub(crate) fn connection_message_count(
     reader: &Reader,
     connection_id: i64,
     seqs: std::ops::Range<i64>,

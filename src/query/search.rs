@@ -14,7 +14,7 @@ fn phrase(text: &str) -> String {
 
 /// A session with what matched in it.
 #[derive(Debug, Clone, Serialize)]
-pub struct SessionHit {
+pub(crate) struct SessionHit {
     pub connection_id: i64,
     pub session_id: String,
     /// When the connection started (µs).
@@ -26,7 +26,7 @@ pub struct SessionHit {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ToolCallHit {
+pub(crate) struct ToolCallHit {
     pub tool_call_id: String,
     pub kind: Option<String>,
     pub title: Option<String>,
@@ -35,7 +35,7 @@ pub struct ToolCallHit {
 
 /// What `acptap search` looks for; every given part must match.
 #[derive(Debug, Clone, Default)]
-pub struct Search {
+pub(crate) struct Search {
     pub text: Option<String>,
     pub kind: Option<String>,
     pub status: Option<String>,
@@ -43,7 +43,11 @@ pub struct Search {
 }
 
 /// The sessions (newest first, at most `limit`) with lines or tool calls matching `search`.
-pub fn search(reader: &Reader, search: &Search, limit: usize) -> rusqlite::Result<Vec<SessionHit>> {
+pub(crate) fn search(
+    reader: &Reader,
+    search: &Search,
+    limit: usize,
+) -> rusqlite::Result<Vec<SessionHit>> {
     let conn = reader.conn();
     let mut hits: Vec<SessionHit> = Vec::new();
     let mut index_of = std::collections::HashMap::new();
@@ -139,7 +143,7 @@ pub fn search(reader: &Reader, search: &Search, limit: usize) -> rusqlite::Resul
 
 /// How many recorded lines the search index has not taken in yet (it is brought up to date by
 /// `acptap search` and `acptap migrate`, never by the recorder); `None` before the index exists.
-pub fn unindexed_lines(reader: &Reader) -> rusqlite::Result<Option<i64>> {
+pub(crate) fn unindexed_lines(reader: &Reader) -> rusqlite::Result<Option<i64>> {
     use rusqlite::OptionalExtension as _;
     let last: Option<i64> = reader
         .conn()

@@ -14,9 +14,9 @@
 //! says so once. The connection's row then gets `complete = 0` and `lost_messages`.
 
 mod queue;
-pub mod redact;
-pub mod search_index;
-pub mod secrets;
+pub(crate) mod redact;
+pub(crate) mod search_index;
+pub(crate) mod secrets;
 pub mod store;
 pub mod transcript;
 
@@ -54,7 +54,7 @@ const RECORDER_NICENESS: libc::c_int = 10;
 
 /// Lowers this thread's scheduling priority by [`RECORDER_NICENESS`] (Linux takes a thread id for
 /// `PRIO_PROCESS`). Failing that changes nothing but latency, so it is not an error.
-pub fn yield_to_forwarding() {
+pub(crate) fn yield_to_forwarding() {
     // SAFETY: plain system calls on this thread's own id.
     unsafe {
         let thread = libc::gettid();
@@ -78,7 +78,7 @@ const MAX_PENDING_LINES: usize = 200_000;
 const FINAL_FLUSH_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Microseconds since the Unix epoch.
-pub fn now_us() -> i64 {
+pub(crate) fn now_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as i64)
@@ -116,7 +116,7 @@ pub struct PolicyNote {
 
 /// A line as read from one of the three streams (or written by acptap).
 #[derive(Debug)]
-pub struct Line {
+pub(crate) struct Line {
     pub seq: i64,
     pub ts: i64,
     pub direction: Direction,
@@ -144,7 +144,7 @@ impl ByteSize for Item {
 
 /// What the forwarding threads hold: cheap to clone, and `record` is the only thing they call.
 #[derive(Clone)]
-pub struct RecorderHandle {
+pub(crate) struct RecorderHandle {
     queue: Arc<ByteBoundedQueue<Item>>,
     /// False with `--no-record`: lines are not even queued.
     enabled: bool,
@@ -154,7 +154,7 @@ impl RecorderHandle {
     /// Hands a line to the recorder, numbering it in the order lines reach the recorder. Call it
     /// before forwarding the line, so a response can never be recorded before its request.
     /// Waits only if the recorder is [`RECORD_BUFFER_BYTES`] behind.
-    pub fn record(
+    pub(crate) fn record(
         &self,
         direction: Direction,
         ts: i64,
@@ -183,7 +183,12 @@ impl RecorderHandle {
 impl RecorderHandle {
     /// Hands over complete lines at once (one queue operation), each recorded whole with its
     /// annotation.
-    pub fn record_lines(&self, direction: Direction, ts: i64, lines: &[(Bytes, Annotation)]) {
+    pub(crate) fn record_lines(
+        &self,
+        direction: Direction,
+        ts: i64,
+        lines: &[(Bytes, Annotation)],
+    ) {
         if !self.enabled || lines.is_empty() {
             return;
         }
@@ -234,7 +239,7 @@ fn compact(line: &Bytes) -> Bytes {
     }
 }
 
-pub struct Recorder {
+pub(crate) struct Recorder {
     handle: RecorderHandle,
     /// Returns the connection's id when it was recorded.
     thread: JoinHandle<Option<i64>>,
@@ -242,7 +247,7 @@ pub struct Recorder {
 
 /// Where to record, or nowhere (`--no-record`).
 #[derive(Debug, Clone)]
-pub enum Destination {
+pub(crate) enum Destination {
     Database(PathBuf),
     Nowhere,
 }
@@ -251,7 +256,7 @@ impl Recorder {
     /// Starts the recorder thread. Opening the database happens on that thread, so a slow or
     /// locked database never delays the start of forwarding.
     /// `recorded_as` is given the connection's id once its row is written.
-    pub fn start(
+    pub(crate) fn start(
         destination: Destination,
         redactor: redact::Redactor,
         start: ConnectionStart,
@@ -275,13 +280,13 @@ impl Recorder {
         }
     }
 
-    pub fn handle(&self) -> RecorderHandle {
+    pub(crate) fn handle(&self) -> RecorderHandle {
         self.handle.clone()
     }
 
     /// Records how the connection ended, writes everything still queued, and stops. Returns
     /// the connection's id in the database (`None` when nothing could be recorded).
-    pub fn finish(self, end: ConnectionEnd) -> Option<i64> {
+    pub(crate) fn finish(self, end: ConnectionEnd) -> Option<i64> {
         self.handle.queue.push(Item::End(end));
         self.handle.queue.close();
         self.thread.join().ok().flatten()

@@ -23,14 +23,14 @@ use std::time::{Duration, Instant};
 
 /// How far the recorder may fall behind before forwarding waits: generous, so that a burst
 /// (a whole file read back in `_meta`, a long streamed answer) never slows the session.
-pub const RECORD_BUFFER_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const RECORD_BUFFER_BYTES: usize = 16 * 1024 * 1024;
 
 /// Something that knows its size in bytes, as counted against the budget.
-pub trait ByteSize {
+pub(crate) trait ByteSize {
     fn size(&self) -> usize;
 }
 
-pub struct ByteBoundedQueue<T> {
+pub(crate) struct ByteBoundedQueue<T> {
     state: Mutex<State<T>>,
     not_empty: Condvar,
     not_full: Condvar,
@@ -74,7 +74,7 @@ impl<T> State<T> {
 }
 
 impl<T: ByteSize> ByteBoundedQueue<T> {
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         Self {
             state: Mutex::new(State {
                 items: VecDeque::new(),
@@ -91,13 +91,13 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
     }
 
     /// Adds an item, waiting while the queue is over its byte budget.
-    pub fn push(&self, item: T) {
+    pub(crate) fn push(&self, item: T) {
         self.push_numbered(item.size(), |_| item);
     }
 
     /// Adds the item `make` builds from its number in queue order (0, 1, 2, ...), so that several
     /// producers get numbers that match the order the consumer sees. `size` is the item's size.
-    pub fn push_numbered(&self, size: usize, make: impl FnOnce(u64) -> T) {
+    pub(crate) fn push_numbered(&self, size: usize, make: impl FnOnce(u64) -> T) {
         let mut make = Some(make);
         self.push_numbered_batch(size, 1, |number, _| {
             (make.take().expect("called once"))(number)
@@ -107,7 +107,7 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
     /// Adds `count` items at once (one lock, one wake-up: a run of small lines costs one queue
     /// operation, not one per line). `make(number, index)` builds the item at `index`; `size`
     /// is their total size.
-    pub fn push_numbered_batch(
+    pub(crate) fn push_numbered_batch(
         &self,
         size: usize,
         count: usize,
@@ -137,7 +137,7 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
     }
 
     /// No more items will be pushed; `pop_batch` returns what is left, then nothing.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
         self.not_empty.notify_all();
     }
@@ -145,7 +145,7 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
     /// Waits for at least one item, then takes up to `max` items, stopping once `max_bytes` are
     /// taken. Returns `false` once the queue is closed and drained. With a `timeout`, it may also
     /// return `true` with nothing taken.
-    pub fn pop_batch(
+    pub(crate) fn pop_batch(
         &self,
         max: usize,
         max_bytes: usize,
@@ -158,7 +158,7 @@ impl<T: ByteSize> ByteBoundedQueue<T> {
     /// [`pop_batch`](Self::pop_batch), but once there is an item, waits up to `linger` more for a
     /// full batch (`max` items or `max_bytes`), so that a trickle of lines is taken as one batch
     /// rather than one wake-up and one commit per line.
-    pub fn pop_batch_lingering(
+    pub(crate) fn pop_batch_lingering(
         &self,
         max: usize,
         max_bytes: usize,

@@ -28,7 +28,7 @@ use super::secrets::{Detector, Found};
 const USER_RULE: &str = "pattern";
 
 #[derive(Clone)]
-pub struct Redactor {
+pub(crate) struct Redactor {
     /// The secret formats and the known places, when on.
     defaults: Option<std::sync::Arc<Detector>>,
     user: Vec<Regex>,
@@ -45,7 +45,7 @@ impl std::fmt::Debug for Redactor {
 
 /// A secret found in a line, for `acptap redact --check`: its kind and where it is.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub rule: String,
     pub start: usize,
     pub end: usize,
@@ -54,19 +54,19 @@ pub struct Finding {
 /// A user's `--redact` pattern that is not a regular expression.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid --redact pattern `{pattern}`: {error}")]
-pub struct PatternError {
+pub(crate) struct PatternError {
     pattern: String,
     error: regex::Error,
 }
 
 impl Redactor {
     /// The built-in rules only (what `acptap run` uses with no configuration).
-    pub fn default_only() -> Redactor {
+    pub(crate) fn default_only() -> Redactor {
         Redactor::new(&[], true).expect("the built-in patterns compile")
     }
 
     /// `patterns` are the user's; `defaults` turns the known places and formats on.
-    pub fn new(patterns: &[String], defaults: bool) -> Result<Redactor, PatternError> {
+    pub(crate) fn new(patterns: &[String], defaults: bool) -> Result<Redactor, PatternError> {
         let user = patterns
             .iter()
             .map(|p| {
@@ -83,7 +83,7 @@ impl Redactor {
     }
 
     /// What in `line` is secret, in order, not overlapping.
-    pub fn findings(&self, line: &[u8]) -> Vec<Finding> {
+    pub(crate) fn findings(&self, line: &[u8]) -> Vec<Finding> {
         let mut found: Vec<Finding> = Vec::new();
         if let Some(detector) = &self.defaults {
             // Parsed only when a known place can be in it (most lines: no).
@@ -130,7 +130,7 @@ impl Redactor {
     }
 
     /// The line as it should be recorded, or `None` if nothing in it is secret.
-    pub fn redact(&self, line: &[u8]) -> Option<Vec<u8>> {
+    pub(crate) fn redact(&self, line: &[u8]) -> Option<Vec<u8>> {
         let found = self.findings(line);
         if found.is_empty() {
             return None;
@@ -149,14 +149,14 @@ impl Redactor {
 
 /// One step of a path into a JSON document.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     Key(String),
     Index(usize),
 }
 
 /// Every string value of a JSON line with its path and the byte range of its contents (between
 /// its quotes, escapes as written). `None` if the line is not JSON, or nests deeper than 64.
-pub fn string_values(line: &[u8]) -> Option<Vec<(Vec<Step>, std::ops::Range<usize>)>> {
+pub(crate) fn string_values(line: &[u8]) -> Option<Vec<(Vec<Step>, std::ops::Range<usize>)>> {
     struct Scan<'a> {
         b: &'a [u8],
         i: usize,

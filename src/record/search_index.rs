@@ -28,7 +28,7 @@ const NOT_TEXT: &[&str] = &[
 /// The text of a recorded line for the index: every string value in its JSON (prompts, agent
 /// text, titles, commands, paths, diffs), one per line, except ids and protocol words; nothing
 /// for a line that is not JSON.
-pub fn searchable_text(raw: &[u8]) -> String {
+pub(crate) fn searchable_text(raw: &[u8]) -> String {
     fn walk(value: &Value, key: Option<&str>, out: &mut String) {
         match value {
             Value::String(text) if !key.is_some_and(|k| NOT_TEXT.contains(&k)) => {
@@ -50,7 +50,7 @@ pub fn searchable_text(raw: &[u8]) -> String {
 /// Brings the full-text index of the database at `path` up to what is recorded, without
 /// migrating it: `acptap search` refuses a database older than this acptap as every view does
 /// (`acptap migrate` migrates and indexes). Returns how many lines were added.
-pub fn bring_up_to_date(path: &Path) -> Result<usize, StoreError> {
+pub(crate) fn bring_up_to_date(path: &Path) -> Result<usize, StoreError> {
     if !path.exists() {
         return Err(StoreError::Missing(path.to_owned()));
     }

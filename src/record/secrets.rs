@@ -22,7 +22,7 @@ pub struct Rule {
 }
 
 /// A match a rule's check looks at.
-pub struct Candidate<'a> {
+pub(crate) struct Candidate<'a> {
     /// The whole line.
     pub line: &'a [u8],
     /// What the rule's pattern matched, context included.
@@ -38,7 +38,7 @@ impl Candidate<'_> {
 }
 
 /// The formats, most specific first (the first rule matching at a place wins).
-pub const RULES: &[Rule] = &[
+pub(crate) const RULES: &[Rule] = &[
     Rule {
         id: "private-key",
         pattern: r"-----BEGIN[A-Z ]{0,20} PRIVATE KEY(?: BLOCK)?-----[^\x22]{16,}?-----END[A-Z ]{0,20} PRIVATE KEY(?: BLOCK)?-----",
@@ -150,7 +150,7 @@ fn random_token(c: &Candidate) -> bool {
 /// (`YOUR_API_KEY`). So "Authorization: Bearer authentication", `authorization =
 /// request.headers.get(...)` and `'x-api-key': process.env.API_KEY` stay;
 /// "Authorization: Basic dXNlcjpwYXNz" and "x-api-key: 22d3b41a..." go.
-pub fn credential(c: &Candidate) -> bool {
+pub(crate) fn credential(c: &Candidate) -> bool {
     let s = c.secret();
     let digit = s.iter().any(u8::is_ascii_digit);
     let upper = s.iter().any(u8::is_ascii_uppercase);
@@ -171,7 +171,7 @@ pub fn credential(c: &Candidate) -> bool {
 
 /// A secret found in a line: which rule, and the bytes to replace.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
+pub(crate) struct Found {
     pub rule: &'static str,
     pub range: std::ops::Range<usize>,
 }
@@ -225,7 +225,7 @@ const ANCHOR_WORDS: &[&str] = &[
 
 /// Every rule as one regex (`r0`, `r1`, ... name the rules' alternatives, `s0`, `s1`, ... their
 /// secrets), so that a line without a secret costs one pass.
-pub struct Detector {
+pub(crate) struct Detector {
     anchors: Regex,
     all: Regex,
     /// Each rule alone, to name a secret found by its context after its format when it has one
@@ -234,7 +234,7 @@ pub struct Detector {
 }
 
 impl Detector {
-    pub fn new() -> Detector {
+    pub(crate) fn new() -> Detector {
         // "Not inside a word": the start of the line, a byte that is not a word's, or a JSON
         // escape (`\n`, `\t`, `\u00e9`: `n`, `t`, `9` would otherwise join the secret's word).
         const START: &str = r"(?:^|[^A-Za-z0-9_]|\\[nrtbf]|\\u[0-9A-Fa-f]{4})";
@@ -276,7 +276,7 @@ impl Detector {
     }
 
     /// The secrets in `text`, in order, not overlapping.
-    pub fn find(&self, text: &[u8]) -> Vec<Found> {
+    pub(crate) fn find(&self, text: &[u8]) -> Vec<Found> {
         let mut found = Vec::new();
         if !self.anchors.is_match(text) || !self.all.is_match(text) {
             return found;

@@ -79,7 +79,7 @@ pub enum StoreError {
 
 impl StoreError {
     /// Another process holds the write lock: worth retrying.
-    pub fn is_busy(&self) -> bool {
+    pub(crate) fn is_busy(&self) -> bool {
         let busy = |e: &rusqlite::Error| {
             matches!(
                 e.sqlite_error_code(),
@@ -156,7 +156,7 @@ impl Store {
 
     /// [`Store::open`], waiting at most `busy` for a lock another process holds (then the error
     /// says [`StoreError::is_busy`]), and so does the store until [`Store::wait_as_usual`].
-    pub fn open_waiting(path: &Path, busy: Duration) -> Result<Store, StoreError> {
+    pub(crate) fn open_waiting(path: &Path, busy: Duration) -> Result<Store, StoreError> {
         let open_err = |source: Box<dyn std::error::Error + Send + Sync>| StoreError::Open {
             path: path.to_owned(),
             source,
@@ -186,7 +186,7 @@ impl Store {
     }
 
     /// Opens an existing database for the inspection commands (it is migrated if older).
-    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+    pub(crate) fn open_existing(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing(path.to_owned()));
         }
@@ -249,7 +249,7 @@ impl Store {
     }
 
     /// Waits for another process's lock as long as a recorder does (after [`Store::open_waiting`]).
-    pub fn wait_as_usual(&self) -> Result<(), StoreError> {
+    pub(crate) fn wait_as_usual(&self) -> Result<(), StoreError> {
         Ok(self.conn.busy_timeout(BUSY_TIMEOUT)?)
     }
 
@@ -273,7 +273,7 @@ impl Store {
     }
 
     /// Records how a connection ended, and how many of its lines could not be recorded.
-    pub fn end_connection(
+    pub(crate) fn end_connection(
         &mut self,
         connection_id: i64,
         end: &ConnectionEnd,
@@ -299,7 +299,7 @@ impl Store {
     /// Deletes these connections with everything recorded under them, in one transaction
     /// (foreign keys cascade). Rows of newer connections that point at them (a replay's link)
     /// are kept. Which connections may go is `query::prunable_connections`'s business.
-    pub fn delete_connections(&mut self, ids: &[i64]) -> Result<usize, StoreError> {
+    pub(crate) fn delete_connections(&mut self, ids: &[i64]) -> Result<usize, StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -317,12 +317,12 @@ impl Store {
     /// Adds the messages recorded since the last time to the full-text index (`acptap search`):
     /// the text of their JSON strings (prompts, agent text, titles, commands, paths, diffs),
     /// not ids or keys. Returns how many messages were indexed.
-    pub fn index_for_search(&mut self) -> Result<usize, StoreError> {
+    pub(crate) fn index_for_search(&mut self) -> Result<usize, StoreError> {
         super::search_index::index_new_lines(&mut self.conn)
     }
 
     /// Gives the space of deleted rows back to the file system.
-    pub fn vacuum(&mut self) -> Result<(), StoreError> {
+    pub(crate) fn vacuum(&mut self) -> Result<(), StoreError> {
         self.conn
             .execute_batch("PRAGMA wal_checkpoint(TRUNCATE); VACUUM;")?;
         Ok(())
@@ -330,7 +330,7 @@ impl Store {
 
     /// Copies what the write-ahead log holds into the database, without waiting for or blocking
     /// writers (the recorder's checkpointer thread calls this, so the recorder never does it).
-    pub fn checkpoint(&self) -> Result<(), StoreError> {
+    pub(crate) fn checkpoint(&self) -> Result<(), StoreError> {
         self.conn
             .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         Ok(())
@@ -340,7 +340,7 @@ impl Store {
     /// own: a checkpoint by the writer itself is what lets the log start over from its beginning
     /// (concurrent checkpoints never catch up with a busy writer), so without it the WAL file
     /// would grow for as long as the session is busy.
-    pub fn checkpoint_rarely(&self) -> Result<(), StoreError> {
+    pub(crate) fn checkpoint_rarely(&self) -> Result<(), StoreError> {
         self.conn.pragma_update(
             None,
             "wal_autocheckpoint",
@@ -401,7 +401,7 @@ pub(crate) fn schema_version() -> i64 {
 
 /// Who a process is, beyond its reusable pid: `BOOT_ID:START_TICKS` (the boot it runs in and when
 /// it started, from /proc). `None` where /proc does not say (not Linux, or the process is gone).
-pub fn process_identity(pid: u32) -> Option<String> {
+pub(crate) fn process_identity(pid: u32) -> Option<String> {
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Field 22 (starttime), counted after the parenthesised command name.
@@ -410,7 +410,7 @@ pub fn process_identity(pid: u32) -> Option<String> {
 }
 
 /// The schema version of an existing database file, read without changing it.
-pub fn schema_version_of(path: &Path) -> Result<i64, StoreError> {
+pub(crate) fn schema_version_of(path: &Path) -> Result<i64, StoreError> {
     if !path.exists() {
         return Err(StoreError::Missing(path.to_owned()));
     }

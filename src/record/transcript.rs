@@ -47,7 +47,7 @@ fn yes() -> bool {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum TranscriptError {
+pub(crate) enum TranscriptError {
     #[error("line {line}: {error}")]
     Record { line: usize, error: RecordError },
     #[error(transparent)]
@@ -58,7 +58,7 @@ pub enum TranscriptError {
 
 /// What is wrong with one record of a transcript (the line is said by [`TranscriptError`]).
 #[derive(Debug, thiserror::Error)]
-pub enum RecordError {
+pub(crate) enum RecordError {
     #[error("not a transcript record: {0}")]
     NotARecord(serde_json::Error),
     #[error("a record needs `text` or `hex`")]
@@ -88,7 +88,7 @@ pub enum RecordError {
 
 impl TranscriptRecord {
     /// The exact bytes of the line, line ending included.
-    pub fn bytes(&self) -> Result<Vec<u8>, RecordError> {
+    pub(crate) fn bytes(&self) -> Result<Vec<u8>, RecordError> {
         let mut bytes = match (&self.text, &self.hex) {
             (Some(text), _) => text.as_bytes().to_vec(),
             (None, Some(hex)) => decode_hex(hex)?,
@@ -100,7 +100,7 @@ impl TranscriptRecord {
         Ok(bytes)
     }
 
-    pub fn direction(&self) -> Result<Direction, RecordError> {
+    pub(crate) fn direction(&self) -> Result<Direction, RecordError> {
         Direction::from_recorded(&self.dir).ok_or_else(|| RecordError::UnknownDir(self.dir.clone()))
     }
 }
@@ -122,7 +122,7 @@ fn decode_hex(hex: &str) -> Result<Vec<u8>, RecordError> {
 }
 
 /// The start a record names, in microseconds since the epoch.
-pub fn parse_start(text: &str) -> Result<i64, RecordError> {
+pub(crate) fn parse_start(text: &str) -> Result<i64, RecordError> {
     let time = humantime::parse_rfc3339_weak(text).map_err(|why| RecordError::NotATime {
         text: text.to_owned(),
         why,
@@ -137,7 +137,7 @@ pub fn parse_start(text: &str) -> Result<i64, RecordError> {
 /// direction and its bytes, its `t` is a finite number of seconds from 0 (it may step back a
 /// little: the two directions are timed on different threads), its `seq` (if given) rises, its line holds no line break, its `start` is a time. An error
 /// names the line; nothing of a bad file is loaded.
-pub fn parse(text: &str) -> Result<Vec<TranscriptRecord>, TranscriptError> {
+pub(crate) fn parse(text: &str) -> Result<Vec<TranscriptRecord>, TranscriptError> {
     let mut records = Vec::new();
     let mut last_seq = None;
     for (i, l) in text
@@ -181,7 +181,7 @@ pub fn parse(text: &str) -> Result<Vec<TranscriptRecord>, TranscriptError> {
 
 /// Loads a transcript into the database as a new connection, through the same ingest path as
 /// live recording (redaction, observer, store). Returns the connection's id.
-pub fn import(
+pub(crate) fn import(
     store: &mut Store,
     records: &[TranscriptRecord],
     start: ConnectionStart,

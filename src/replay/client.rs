@@ -50,7 +50,7 @@ use crate::query::SessionRef;
 use crate::record::Destination;
 use crate::record::redact::Redactor;
 
-pub struct ClientReplayOptions {
+pub(crate) struct ClientReplayOptions {
     pub db: PathBuf,
     pub original: SessionRef,
     pub script: Vec<ScriptLine>,
@@ -753,7 +753,9 @@ impl Driver {
 }
 
 /// Runs the replay and compares the live run with the recording.
-pub fn replay_as_client(options: ClientReplayOptions) -> Result<divergence::Report, ReplayError> {
+pub(crate) fn replay_as_client(
+    options: ClientReplayOptions,
+) -> Result<divergence::Report, ReplayError> {
     let script = &options.script;
     // The recorded agent requests and the client's answers, paired by id.
     let mut exchanges: Vec<RecordedExchange> = Vec::new();

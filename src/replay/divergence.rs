@@ -47,14 +47,14 @@ use crate::terminal::{NAME_BYTES, VALUE_BYTES, terminal_line};
 const DIFFERENCE_BYTES: usize = 3 * VALUE_BYTES;
 
 #[derive(Debug, Default)]
-pub struct Report {
+pub(crate) struct Report {
     pub original: Option<SessionRef>,
     pub live: Option<SessionRef>,
     pub differences: Vec<String>,
 }
 
 impl Report {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.differences.is_empty()
     }
 

@@ -2,8 +2,8 @@
 //! toward a live agent (`client.rs`). Both read a recorded connection as a script (`script.rs`).
 
 pub mod agent;
-pub mod client;
-pub mod divergence;
+pub(crate) mod client;
+pub(crate) mod divergence;
 pub mod outbound;
 pub mod script;
 
@@ -94,7 +94,7 @@ pub(crate) fn session_state(params: &Value) -> Option<&str> {
 
 /// `path` with `.` and `..` resolved by its text; `None` if it climbs above its root (`/` for
 /// an absolute path, the cwd for a relative one).
-pub fn lexical(path: &str) -> Option<String> {
+pub(crate) fn lexical(path: &str) -> Option<String> {
     let absolute = path.starts_with('/');
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {

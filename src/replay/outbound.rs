@@ -64,7 +64,7 @@ pub struct Allowances {
 
 /// One element held back, and why.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Held {
+pub(crate) struct Held {
     /// The request's JSON-RPC id (JSON text): its recorded answer is not waited for.
     pub id: Option<String>,
     pub method: Option<String>,
@@ -89,7 +89,7 @@ impl Held {
 /// protocol version decides whether the client serves files and terminals at all, and the live
 /// client's `initialize` which of them it advertised.
 #[derive(Debug, Clone, Default)]
-pub struct Served {
+pub(crate) struct Served {
     /// The recording's version (`SessionState::version`); `None` (no `initialize` recorded) is
     /// taken as v1.
     pub version: Option<Version>,
@@ -114,7 +114,7 @@ fn capability_for(method: &str) -> Option<&'static str> {
 impl Served {
     /// Why no client of the recording's protocol version serves `method` (v2: files and
     /// terminals are the agent's); `None` when one may.
-    pub fn version_refusal(&self, method: &str) -> Option<String> {
+    pub(crate) fn version_refusal(&self, method: &str) -> Option<String> {
         capability_for(method)?;
         if let Some(live) = self.live_version
             && !live.client_serves_fs_and_terminals()
@@ -131,7 +131,7 @@ impl Served {
 
     /// Why the live client does not serve `method`: it did not advertise the capability in its
     /// `initialize`. `None` when it did, when it sent no `initialize`, or for another method.
-    pub fn capability_refusal(&self, method: &str) -> Option<String> {
+    pub(crate) fn capability_refusal(&self, method: &str) -> Option<String> {
         let capability = capability_for(method)?;
         let capabilities = self.client_capabilities.as_ref()?;
         let advertised = capability
@@ -147,7 +147,7 @@ impl Served {
 
 /// The gate's answer for one recorded line.
 #[derive(Debug, Default)]
-pub struct Judged {
+pub(crate) struct Judged {
     /// The bytes to send; `None`: nothing of the line is sent.
     pub bytes: Option<Vec<u8>>,
     /// What was held back (the line, or elements of its batch).
@@ -190,7 +190,7 @@ const SYSTEM_STARTUP_DIRS: &[&str] = &[
 
 /// The gate, with what it knows of the live sessions.
 #[derive(Debug, Default, Clone)]
-pub struct Gate {
+pub(crate) struct Gate {
     /// (recorded cwd, live cwd) of each session the live client opened.
     pub cwds: Vec<(String, String)>,
     /// Recorded session id -> its entry in `cwds`: a line that names its session is judged
@@ -207,7 +207,7 @@ pub struct Gate {
 }
 
 impl Gate {
-    pub fn new(allow: Allowances) -> Gate {
+    pub(crate) fn new(allow: Allowances) -> Gate {
         Gate {
             allow,
             home: std::env::var_os("HOME").map(PathBuf::from),
@@ -216,7 +216,7 @@ impl Gate {
     }
 
     /// Judges one recorded agent line (its bytes as recorded, line ending included).
-    pub fn judge(&self, raw: &[u8]) -> Judged {
+    pub(crate) fn judge(&self, raw: &[u8]) -> Judged {
         let mut judged = Judged::default();
         let text = raw.trim_ascii();
         let Some(value) = decode(text) else {
@@ -627,7 +627,7 @@ impl Gate {
     /// The path moved to the live cwd (`None`: sent as it is); `Err` for a path that lies outside
     /// every recorded cwd once `.` and `..` are resolved, a URL, a home-relative or Windows path,
     /// or any absolute path before a session is open.
-    pub fn map_path(&self, path: &str) -> Result<Option<String>, String> {
+    pub(crate) fn map_path(&self, path: &str) -> Result<Option<String>, String> {
         let outside = || format!("{} lies outside the recorded cwd", shown(path));
         // A NUL ends the path early for a C client, another control character is no name a
         // project file has: either way what the client would touch is not what was judged.

@@ -21,7 +21,7 @@ pub struct ScriptLine {
 }
 
 /// The c2a and a2c lines of a connection, in order (stderr left out).
-pub fn load(reader: &Reader, connection_id: i64) -> query::Result<Vec<ScriptLine>> {
+pub(crate) fn load(reader: &Reader, connection_id: i64) -> query::Result<Vec<ScriptLine>> {
     Ok(query::connection_lines(reader, connection_id)?
         .into_iter()
         .filter_map(|line| {
@@ -40,7 +40,7 @@ pub fn load(reader: &Reader, connection_id: i64) -> query::Result<Vec<ScriptLine
 /// The protocol version the recorded connection speaks, as the recorder's session state reads
 /// it: the agent's answer to `initialize`, else the client's proposal; `None` when no
 /// `initialize` was recorded. Replay rules that differ by version ask this, never a message.
-pub fn negotiated_version(script: &[ScriptLine]) -> Option<Version> {
+pub(crate) fn negotiated_version(script: &[ScriptLine]) -> Option<Version> {
     let mut state = SessionState::new();
     for line in script {
         let observed = state.observe(line.direction, line.seq, &line.message);
@@ -68,7 +68,7 @@ const SESSION_REPORTS: [&str; 4] = [
 /// (after as many of the turn's agent lines as the recording had before it): every agent line
 /// but a [`SESSION_REPORTS`] update. Replay as client counts recorded and live lines by this
 /// one rule, so a report that crossed the prompt on either side moves no cancel.
-pub fn counts_in_turn(message: &Message) -> bool {
+pub(crate) fn counts_in_turn(message: &Message) -> bool {
     let report = message.method.as_deref() == Some("session/update")
         && message
             .params()
@@ -95,7 +95,7 @@ pub fn with_id(line: &[u8], id: &str) -> Option<Vec<u8>> {
 }
 
 /// Replaces every JSON string equal to one of `renames`' keys by its value.
-pub fn with_renamed_strings(line: &[u8], renames: &HashMap<String, String>) -> Vec<u8> {
+pub(crate) fn with_renamed_strings(line: &[u8], renames: &HashMap<String, String>) -> Vec<u8> {
     let mut out = line.to_vec();
     for (old, new) in renames {
         let old = serde_json::to_string(old).unwrap_or_default();

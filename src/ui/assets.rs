@@ -2,7 +2,7 @@
 //! The report's stylesheet is served as it is, so a diff or a status looks the same in both.
 
 /// The content type and text of an embedded file.
-pub fn get(name: &str) -> Option<(&'static str, &'static str)> {
+pub(crate) fn get(name: &str) -> Option<(&'static str, &'static str)> {
     Some(match name {
         "index.html" => (
             "text/html; charset=utf-8",

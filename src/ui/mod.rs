@@ -377,7 +377,7 @@ fn router(app: Arc<App>) -> Router {
 
 /// `acptap ui`: serves until interrupted. `ready` is given the URL (with the token) once the
 /// server listens: the command prints it.
-pub fn serve(
+pub(crate) fn serve(
     db: PathBuf,
     port: u16,
     open: bool,

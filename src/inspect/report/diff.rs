@@ -21,14 +21,14 @@ const DIFF_DEADLINE: Duration = Duration::from_millis(500);
 
 /// One row of a line diff: indexes into the old and new lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiffOp {
+pub(crate) enum DiffOp {
     Same(usize, usize),
     Removed(usize),
     Added(usize),
 }
 
 /// The rows of a line diff, in order.
-pub fn line_diff(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
+pub(crate) fn line_diff(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
     let ops = capture_diff_slices_deadline(
         Algorithm::Myers,
         old,
@@ -67,7 +67,7 @@ pub fn line_diff(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
 /// in the old and new texts, and its sign), or a run of unchanged lines folded away.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "row", rename_all = "snake_case")]
-pub enum DiffRow {
+pub(crate) enum DiffRow {
     Line {
         class: &'static str,
         old: Option<usize>,
@@ -83,7 +83,7 @@ pub enum DiffRow {
 /// A `"type":"diff"` content item as it is shown: what the report writes as a table and
 /// `acptap ui` builds in the page, from this one computation.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct DiffView {
+pub(crate) struct DiffView {
     pub path: String,
     /// No `oldText`: the file is new.
     pub new_file: bool,
@@ -96,7 +96,7 @@ pub struct DiffView {
 
 /// The rows of a diff content item: changed lines with `DIFF_CONTEXT` unchanged lines around
 /// them, longer unchanged runs folded.
-pub fn diff_view(item: &Value) -> DiffView {
+pub(crate) fn diff_view(item: &Value) -> DiffView {
     let path = item.get("path").and_then(Value::as_str).unwrap_or("?");
     let old_text = item.get("oldText").and_then(Value::as_str);
     let new_text = item.get("newText").and_then(Value::as_str).unwrap_or("");

@@ -32,7 +32,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use sha2::Digest;
 
-pub mod diff;
+pub(crate) mod diff;
 
 use super::show::{self, Item, TurnView};
 use super::{format_duration, format_time, one_line, protocol_label};
@@ -43,27 +43,27 @@ use crate::query::{self, MessageRow, PermissionRow, SessionRef, ToolCallRow};
 use diff::diff;
 
 /// Payloads longer than this (in bytes) are shown truncated, with an expander for the rest.
-pub const TRUNCATE_AT: usize = 4096;
+pub(crate) const TRUNCATE_AT: usize = 4096;
 
 /// The raw lines shown in the Messages section at most.
 pub const MAX_MESSAGE_ROWS: usize = 10_000;
 
 /// The page's style. No recorded data in it.
-pub const CSS: &str = include_str!("report.css");
+pub(crate) const CSS: &str = include_str!("report.css");
 /// Runs first: records script errors and CSP violations on `<html data-errors>`, so a reader (or
 /// a test) can see that the page ran cleanly.
-pub const GUARD_JS: &str = include_str!("guard.js");
+pub(crate) const GUARD_JS: &str = include_str!("guard.js");
 /// The filters: each `<select data-attr=X>` keeps the `.row`s whose `data-X` matches (rows
 /// without `data-X` are not its business); the search box keeps rows containing the text. The
 /// state lives in the URL (`#f:dir=c2a&q=...`) so a filtered view can be linked. Ends by setting
 /// `<body data-ready="1">`.
-pub const FILTER_JS: &str = include_str!("filter.js");
+pub(crate) const FILTER_JS: &str = include_str!("filter.js");
 
 /// Escapes `& < > " '` for HTML text and double-quoted attribute values, and shows the
 /// characters that would make text read in another order or hide in it (bidi controls such as
 /// U+202E, other control characters but line breaks and tabs) as U+FFFD, as the terminal views do.
 /// Every recorded string goes through here.
-pub fn esc(text: &str) -> String {
+pub(crate) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     for c in super::terminal_safe(text).chars() {
         match c {
