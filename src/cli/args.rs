@@ -222,8 +222,8 @@ pub(crate) struct SearchArgs {
     /// Only tool calls touching a path matching this glob (`**/*.py`, `/home/me/project/**`).
     #[arg(long, value_name = "GLOB")]
     pub path: Option<String>,
-    /// At most this many sessions.
-    #[arg(long, default_value_t = 50)]
+    /// At most this many sessions (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = at_least_one)]
     pub limit: usize,
     /// Print JSON for scripts.
     #[arg(long)]
@@ -277,8 +277,8 @@ pub(crate) struct McpArgs {
 pub(crate) struct SessionsArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// How many sessions to list.
-    #[arg(long, default_value_t = 50)]
+    /// How many sessions to list (at least 1).
+    #[arg(long, default_value_t = 50, value_parser = at_least_one)]
     pub limit: usize,
     /// Print JSON for scripts.
     #[arg(long)]
@@ -572,6 +572,15 @@ pub(crate) struct DemoArgs {
 
 /// The longest duration any option takes: beyond it, arithmetic on times would overflow.
 const LONGEST: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// A count of things to show: 0 would show nothing and say that nothing is there.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("`0` shows nothing: give at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("`{text}` is not a count ({e})")),
+    }
+}
 
 /// A duration with its unit (`5s`, `500ms`, `2m`, `12h`, `30d`, `1h 30m`), read by `humantime`,
 /// at most 100 years. A bare number is refused: `30` could be seconds or days.

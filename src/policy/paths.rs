@@ -8,6 +8,7 @@
 //! [`containment`] is the one test of whether a path lies in a directory, by text or on disk,
 //! for the guards and for the replay's fences.
 
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
@@ -782,9 +783,11 @@ struct GlobBounds {
     scanned: usize,
 }
 
-/// The entries of each of `dirs` that `matcher` (compiled from `name`) matches, as bash would:
-/// a leading dot only by a pattern that starts with one. `None` past the bounds, or for a
-/// directory that cannot be placed.
+/// The entries of each of `dirs` that `matcher` (compiled from `name`) matches, as the shells
+/// would: a leading dot only by a pattern that starts with one, and then `.` and `..` too
+/// (bash 5.2 skips them, but dash, ksh, busybox and bash before 5.2 let `.[.]`, `.?` or `.*`
+/// match `..`, and a decision must not rest on which shell runs). `None` past the bounds, or for
+/// a directory that cannot be placed.
 fn matching_entries(
     fs: &dyn FileSystem,
     dirs: &[PathBuf],
@@ -798,9 +801,16 @@ fn matching_entries(
         let Some(entries) = fs.list_dir(&resolved) else {
             continue;
         };
+        // A directory's listing leaves out `.` and `..`; a pattern that starts with a dot is
+        // tried on them too.
+        let dot_entries = name
+            .starts_with('.')
+            .then(|| [OsString::from("."), OsString::from("..")])
+            .into_iter()
+            .flatten();
         // Directory entries looked at: a decision is on the proxy's data path, so a pattern
         // like `/*/*/*/*` must not walk the disk.
-        for file_name in entries {
+        for file_name in dot_entries.chain(entries) {
             bounds.scanned += 1;
             if bounds.scanned > MAX_GLOB_SCANNED {
                 return None;
@@ -1161,6 +1171,31 @@ mod tests {
         );
         std::os::unix::fs::symlink(project.join("loop"), project.join("loop")).unwrap();
         assert_eq!(normalise(&Disk, "loop/x", Some(&project), None), None);
+    }
+
+    #[test]
+    fn a_dot_pattern_reaches_the_parent_as_older_shells_expand_it() {
+        use crate::policy::filesystem::Fake;
+        let fs = Fake::default()
+            .dir("/home/me/project/src")
+            .file("/home/me/.ssh/id_rsa");
+        let cwd = Some(Path::new("/home/me/project"));
+        let expanded = |word: &str| expand_argument(&fs, word, cwd, None);
+        // dash, ksh and bash before 5.2 let these match `..` (bash 5.2 does not): the decision
+        // must see the parent.
+        for word in [".[.]/.ssh/id_rsa", ".?/.ssh/id_rsa", ".*/.ssh/id_rsa"] {
+            assert!(
+                expanded(word).contains(&Some(PathBuf::from("/home/me/.ssh/id_rsa"))),
+                "{word}: {:?}",
+                expanded(word)
+            );
+        }
+        assert!(expanded("src/.[.]").contains(&Some(PathBuf::from("/home/me/project"))));
+        // A pattern that does not start with a dot never matches `.` or `..`.
+        assert!(
+            !expanded("?[.]/.ssh/id_rsa").contains(&Some(PathBuf::from("/home/me/.ssh/id_rsa")))
+        );
+        assert!(!expanded("*/.ssh/id_rsa").contains(&Some(PathBuf::from("/home/me/.ssh/id_rsa"))));
     }
 
     #[test]

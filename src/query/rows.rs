@@ -23,6 +23,8 @@ pub enum QueryError {
         "the database holds no session yet; record one with `acptap run` or load one with `acptap import FILE.jsonl`"
     )]
     NoSessions,
+    #[error("no session named: give a session id, a prefix of one, or `last`")]
+    EmptySpec,
     #[error(transparent)]
     Sql(#[from] rusqlite::Error),
 }
@@ -172,6 +174,9 @@ pub fn resolve_session(reader: &Reader, spec: &str) -> Result<SessionRef, QueryE
         })
         .optional()
     };
+    if spec.trim().is_empty() {
+        return Err(QueryError::EmptySpec);
+    }
     if spec == "last" {
         // The most recently started connection's latest session; a replay's live run counts
         // only when nothing else was recorded (a CI replay must not become "last" for itself).
