@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::record::store::{BUSY_TIMEOUT, StoreError, schema_version};
+use crate::record::store::{BUSY_TIMEOUT, StoreError, require_current_schema};
 
 pub struct Reader {
     conn: Connection,
@@ -51,14 +51,7 @@ impl Reader {
                 open(Path::new(&uri), OpenFlags::SQLITE_OPEN_URI).map_err(|_| first)
             })
             .map_err(open_err)?;
-        let expected = schema_version();
-        if found != expected {
-            return Err(StoreError::Schema {
-                path: path.to_owned(),
-                found,
-                expected,
-            });
-        }
+        require_current_schema(path, found)?;
         Ok(Reader { conn })
     }
 

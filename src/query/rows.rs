@@ -1218,40 +1218,22 @@ pub(crate) fn connection_started_at(
         .optional()
 }
 
-/// A JSON-RPC line of a connection (a message or a batch, either way), as the trace reads it.
-#[derive(Debug, Clone)]
-pub(crate) struct ProtocolLine {
-    pub ts: i64,
-    pub direction: Direction,
-    pub kind: MessageKind,
-    pub raw: Vec<u8>,
-    pub origin: String,
-    pub forwarded: bool,
-}
-
 /// Calls `each` with every JSON-RPC line of a connection (requests, responses, notifications,
 /// batches; not stderr, not invalid lines), in order, one at a time.
 pub(crate) fn for_each_protocol_line(
     reader: &Reader,
     connection_id: i64,
-    mut each: impl FnMut(ProtocolLine),
+    mut each: impl FnMut(MessageRow),
 ) -> rusqlite::Result<()> {
-    let mut stmt = reader.conn().prepare(
-        "SELECT ts, direction, kind, raw, origin, forwarded FROM messages
+    let mut stmt = reader.conn().prepare(&format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages
          WHERE connection_id = ?1 AND direction IN ('c2a', 'a2c')
            AND kind IN ('request', 'response', 'notification', 'batch')
-         ORDER BY seq",
-    )?;
+         ORDER BY seq"
+    ))?;
     let mut rows = stmt.query([connection_id])?;
     while let Some(r) = rows.next()? {
-        each(ProtocolLine {
-            ts: r.get(0)?,
-            direction: direction_at(r, 1)?,
-            kind: kind_at(r, 2)?,
-            raw: r.get(3)?,
-            origin: r.get(4)?,
-            forwarded: r.get(5)?,
-        });
+        each(message_row(r)?);
     }
     Ok(())
 }

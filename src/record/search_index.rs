@@ -6,7 +6,7 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
-use super::store::{BUSY_TIMEOUT, StoreError, schema_version};
+use super::store::{BUSY_TIMEOUT, StoreError, require_current_schema};
 
 /// Keys whose string values are ids or protocol words, not what anyone searches for.
 const NOT_TEXT: &[&str] = &[
@@ -67,14 +67,7 @@ pub(crate) fn bring_up_to_date(path: &Path) -> Result<usize, StoreError> {
     let found: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(open_err)?;
-    let expected = schema_version();
-    if found != expected {
-        return Err(StoreError::Schema {
-            path: path.to_owned(),
-            found,
-            expected,
-        });
-    }
+    require_current_schema(path, found)?;
     index_new_lines(&mut conn)
 }
 

@@ -399,6 +399,20 @@ pub(crate) fn schema_version() -> i64 {
     MIGRATIONS.len() as i64
 }
 
+/// `found`, the schema version of the database at `path`, is this acptap's; else the error that
+/// says which way it is off and the fix (`acptap migrate`, or a newer acptap).
+pub(crate) fn require_current_schema(path: &Path, found: i64) -> Result<(), StoreError> {
+    let expected = schema_version();
+    if found != expected {
+        return Err(StoreError::Schema {
+            path: path.to_owned(),
+            found,
+            expected,
+        });
+    }
+    Ok(())
+}
+
 /// Who a process is, beyond its reusable pid: `BOOT_ID:START_TICKS` (the boot it runs in and when
 /// it started, from /proc). `None` where /proc does not say (not Linux, or the process is gone).
 pub(crate) fn process_identity(pid: u32) -> Option<String> {
