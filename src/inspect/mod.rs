@@ -10,26 +10,16 @@ use std::fmt::Write as _;
 
 use crate::query::{SessionSummary, ToolCallRow};
 
-/// `2026-11-21 12:03:04` (UTC) from microseconds since the epoch.
+/// `2026-11-21 12:03:04` (UTC) from microseconds since the epoch, by `humantime` (RFC 3339 without
+/// its `T` and `Z`). A time outside what RFC 3339 writes (before 1970, after 9999: only a
+/// damaged database holds one) is shown at the nearest end.
 pub(crate) fn format_time(us: i64) -> String {
-    let secs = us.div_euclid(1_000_000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    /// 9999-12-31 23:59:59, the last second RFC 3339 can write.
+    const LAST: u64 = 253_402_300_799;
+    let secs = u64::try_from(us.div_euclid(1_000_000)).unwrap_or(0).min(LAST);
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    let text = humantime::format_rfc3339_seconds(at).to_string();
+    text.trim_end_matches('Z').replacen('T', " ", 1)
 }
 
 /// `850ms`, `12.3s`, `2m05s`.
