@@ -85,8 +85,11 @@ pub(crate) fn run(args: PolicyArgs) -> anyhow::Result<i32> {
 
 fn check(args: PolicyCheckArgs) -> anyhow::Result<i32> {
     let policy = Policy::load(&args.policies)?;
-    let text = std::fs::read_to_string(&args.request)
-        .with_context(|| format!("cannot read {}", args.request.display()))?;
+    // A request is one line of the protocol: acptap records at most 64 MiB of one.
+    const MAX_REQUEST_BYTES: u64 = 64 << 20;
+    let text =
+        crate::policy::rules::read_regular_file(&args.request, "request file", MAX_REQUEST_BYTES)
+            .with_context(|| format!("cannot read {}", args.request.display()))?;
     let request: Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not JSON", args.request.display()))?;
     let params = crate::policy::request_params(&request);

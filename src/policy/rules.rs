@@ -134,15 +134,22 @@ pub(crate) enum RuleError {
     IdUsed(Origin),
 }
 
-/// Why a policy file's text cannot be read.
+/// Why a file's text cannot be read (a policy file, a request given to `policy check`).
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FileError {
-    #[error("cannot read the policy file: {0}")]
-    Unreadable(std::io::Error),
-    #[error("not a policy file: a regular file is needed (not a directory, pipe or device)")]
-    NotRegular,
-    #[error("the policy file is {0} bytes: at most {MAX_POLICY_BYTES} are read")]
-    TooBig(u64),
+    #[error("cannot read the {what}: {source}")]
+    Unreadable {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    #[error("not a {what}: a regular file is needed (not a directory, pipe or device)")]
+    NotRegular { what: &'static str },
+    #[error("the {what} is {size} bytes: at most {max} are read")]
+    TooBig {
+        what: &'static str,
+        size: u64,
+        max: u64,
+    },
 }
 
 /// A compiled rule.
@@ -397,25 +404,40 @@ const MAX_POLICY_BYTES: u64 = 1 << 20;
 /// A policy file's text: a regular file (not a pipe or a device, which could block or never
 /// end) of at most 1 MiB.
 fn read_policy_file(path: &Path) -> Result<String, FileError> {
+    read_regular_file(path, "policy file", MAX_POLICY_BYTES)
+}
+
+/// The text of the regular file at `path`, `what` by name, of at most `max` bytes: a pipe, a
+/// device (`/dev/zero`) or a directory is refused before anything is read.
+pub(crate) fn read_regular_file(
+    path: &Path,
+    what: &'static str,
+    max: u64,
+) -> Result<String, FileError> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
+    let unreadable = |source| FileError::Unreadable { what, source };
     // Non-blocking: opening a named pipe would otherwise wait for a writer.
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)
-        .map_err(FileError::Unreadable)?;
-    let meta = file.metadata().map_err(FileError::Unreadable)?;
+        .map_err(unreadable)?;
+    let meta = file.metadata().map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(FileError::NotRegular);
+        return Err(FileError::NotRegular { what });
     }
-    if meta.len() > MAX_POLICY_BYTES {
-        return Err(FileError::TooBig(meta.len()));
+    if meta.len() > max {
+        return Err(FileError::TooBig {
+            what,
+            size: meta.len(),
+            max,
+        });
     }
     let mut text = String::new();
-    file.take(MAX_POLICY_BYTES + 1)
+    file.take(max + 1)
         .read_to_string(&mut text)
-        .map_err(FileError::Unreadable)?;
+        .map_err(unreadable)?;
     Ok(text)
 }
 

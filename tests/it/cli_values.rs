@@ -362,3 +362,37 @@ fn every_subcommand_survives_hostile_values() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// A request given to `policy check` is read only from a regular file of at most 64 MiB: a
+/// device that never ends (`/dev/zero`) or a pipe nobody writes is refused at once, one line
+/// each, instead of filling memory or waiting forever. A `--limit` of 0 is refused too,
+/// and an empty session id is not a prefix of every session.
+#[test]
+fn endless_or_empty_inputs_are_refused_at_once() {
+    let sb = Sandbox::new();
+    sb.acptap(&["import", fixture(SAMPLES[0]).to_str().unwrap()]);
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/policies/project.toml");
+    let fifo = sb.path("request.fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for request in ["/dev/zero", fifo.to_str().unwrap()] {
+        let (code, said) = run(
+            &sb,
+            &["policy", "check", "--policy", policy, "--request", request],
+        );
+        assert_eq!(code, Some(2), "{request}: {said}");
+        assert!(said.contains("a regular file is needed"), "{said}");
+        assert_eq!(said.trim_end().lines().count(), 1, "{said}");
+    }
+    let (code, said) = run(&sb, &["sessions", "--limit", "0"]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("at least 1"), "{said}");
+    let (code, said) = run(&sb, &["show", ""]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("no session named"), "{said}");
+}
