@@ -16,7 +16,9 @@ use crate::query::{SessionSummary, ToolCallRow};
 pub(crate) fn format_time(us: i64) -> String {
     /// 9999-12-31 23:59:59, the last second RFC 3339 can write.
     const LAST: u64 = 253_402_300_799;
-    let secs = u64::try_from(us.div_euclid(1_000_000)).unwrap_or(0).min(LAST);
+    let secs = u64::try_from(us.div_euclid(1_000_000))
+        .unwrap_or(0)
+        .min(LAST);
     let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
     let text = humantime::format_rfc3339_seconds(at).to_string();
     text.trim_end_matches('Z').replacen('T', " ", 1)
