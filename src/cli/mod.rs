@@ -95,11 +95,16 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Diff(args) => commands::check::diff(args, config),
         Command::Search(args) => commands::views::search(args, config),
         Command::Redact(args) => commands::redact::check(args, config),
-        Command::Ui(args) => crate::ui::serve(args.db.path()?, args.port, args.open, |url| {
-            print(&format!("{url}\n"))
-        })
-        .map(|()| 0),
-        Command::Mcp(args) => crate::mcp::serve(args.db.path()?).map(|()| 0),
+        Command::Ui(args) => {
+            crate::ui::serve(args.db.path()?, args.port, args.open, |url| {
+                print(&format!("{url}\n"))
+            })?;
+            Ok(0)
+        }
+        Command::Mcp(args) => {
+            crate::mcp::serve(args.db.path()?)?;
+            Ok(0)
+        }
         Command::Tail(args) => commands::views::tail(args, config),
         Command::Stats(args) => commands::views::stats(args, config),
         Command::Prune(args) => commands::maintenance::prune(args, config),

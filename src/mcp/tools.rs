@@ -14,8 +14,9 @@ use crate::inspect::cut_json_strings;
 use crate::inspect::report::diff::{DiffRow, diff_view};
 use crate::inspect::show::{self, Item};
 use crate::query::Reader;
-use crate::query::pages::{Page, PageRequest};
-use crate::query::{self, SessionRef, SessionSummary, ToolCallRow, ToolFilter};
+use crate::query::pages::{self, Page, PageRequest};
+use crate::query::{self, QueryError, SessionRef, SessionSummary, ToolCallRow, ToolFilter};
+use crate::record::StoreError;
 
 /// A recorded string in a list is cut to this many bytes.
 const LIST_TEXT: usize = 500;
@@ -26,13 +27,45 @@ const MAX_LIMIT: usize = 100;
 /// A timeline stops adding turns past this many bytes of JSON (a model reads it whole).
 pub(crate) const ANSWER_BYTES: usize = 200_000;
 
-/// A bad argument, said so the model can correct its call.
+/// Why a tool (or a resource) could not answer. Every one is a tool error the model reads
+/// (`isError: true`, the text with its causes: [`ToolError::text`]); a resource answers a bad
+/// argument as "not found" (-32002) and the others as an internal error (-32603).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct BadArgument(pub String);
+pub(crate) enum ToolError {
+    /// A bad argument (an unknown session, tool call or resource, a malformed time or glob, a
+    /// policy file that does not load), said so the model can correct its call.
+    #[error("{0}")]
+    BadArgument(String),
+    /// The database could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A read of the recording failed.
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    /// A transcript line could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The directory `acptap mcp` runs in could not be read.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
 
-fn bad(text: impl Into<String>) -> anyhow::Error {
-    BadArgument(text.into()).into()
+impl ToolError {
+    /// The error and each of its causes, joined by `: ` (as `anyhow` writes `{:#}`).
+    pub(crate) fn text(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(e) = cause {
+            text.push_str(": ");
+            text.push_str(&e.to_string());
+            cause = e.source();
+        }
+        text
+    }
+}
+
+fn bad(text: impl Into<String>) -> ToolError {
+    ToolError::BadArgument(text.into())
 }
 
 /// `limit` rows (default `default`, at most MAX_LIMIT) from `offset` (default 0), with a note
@@ -42,7 +75,7 @@ fn page(offset: Option<usize>, limit: Option<usize>, default: usize) -> PageRequ
 }
 
 /// A session by `last`, its id, or a unique prefix of it.
-fn session(reader: &Reader, spec: &str) -> anyhow::Result<SessionRef> {
+fn session(reader: &Reader, spec: &str) -> Result<SessionRef, ToolError> {
     query::resolve_session(reader, spec).map_err(|e| bad(format!("session {spec:?}: {e}")))
 }
 
@@ -78,7 +111,7 @@ pub(crate) struct ListSessions {
 
 /// A time as microseconds since the epoch: RFC 3339, or an age before now (`30m`, `24h`, `7d`,
 /// read by `humantime` as the command line's durations are).
-fn parse_since(text: &str) -> anyhow::Result<i64> {
+fn parse_since(text: &str) -> Result<i64, ToolError> {
     if let Ok(age) = humantime::parse_duration(text.trim()) {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -93,7 +126,7 @@ fn parse_since(text: &str) -> anyhow::Result<i64> {
     })
 }
 
-pub(crate) fn list_sessions(reader: &Reader, args: ListSessions) -> anyhow::Result<Value> {
+pub(crate) fn list_sessions(reader: &Reader, args: ListSessions) -> Result<Value, ToolError> {
     if let Some(status) = &args.status
         && !["live", "ended", "interrupted"].contains(&status.as_str())
     {
@@ -106,7 +139,8 @@ pub(crate) fn list_sessions(reader: &Reader, args: ListSessions) -> anyhow::Resu
         None => true,
         Some(w) => field.is_some_and(|f| f.to_lowercase().contains(&w.to_lowercase())),
     };
-    let matching: Vec<SessionSummary> = query::list_sessions(reader, usize::MAX)?
+    let matching: Vec<SessionSummary> = query::list_sessions(reader, usize::MAX)
+        .map_err(QueryError::from)?
         .into_iter()
         .filter(|s| contains(Some(&s.agent), &args.agent))
         .filter(|s| contains(s.label.as_deref(), &args.label))
@@ -156,7 +190,7 @@ fn timeline_items(items: Vec<Item>) -> Vec<Value> {
         .collect()
 }
 
-pub(crate) fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow::Result<Value> {
+pub(crate) fn session_timeline(reader: &Reader, args: SessionTimeline) -> Result<Value, ToolError> {
     let session = session(reader, &args.session)?;
     let turns_asked = page(None, args.turns, 5);
     let first = args.from_turn.unwrap_or(1).max(1) - 1;
@@ -183,13 +217,14 @@ pub(crate) fn session_timeline(reader: &Reader, args: SessionTimeline) -> anyhow
         "turns": turns,
         "more_turns": head.total_turns.saturating_sub(first.saturating_add(shown)),
     });
-    // What came before the first turn (a resume or load and the history it replayed), with it.
+    // What came before the first turn (a resume or load and the history it replayed), with it:
+    // `opening`, as `show --json` names it.
     if first == 0 {
         let opening = show::opening(reader, &session)?;
         if !opening.is_empty() {
             let mut items = json!(timeline_items(opening));
             cut_json_strings(&mut items, DETAIL_TEXT / 4);
-            answer["before_first_turn"] = items;
+            answer["opening"] = items;
         }
     }
     if first.saturating_add(shown) < head.total_turns {
@@ -219,7 +254,7 @@ pub(crate) struct ListToolCalls {
     pub offset: Option<usize>,
 }
 
-pub(crate) fn list_tool_calls(reader: &Reader, args: ListToolCalls) -> anyhow::Result<Value> {
+pub(crate) fn list_tool_calls(reader: &Reader, args: ListToolCalls) -> Result<Value, ToolError> {
     let filter = ToolFilter {
         session: args
             .session
@@ -256,7 +291,8 @@ pub(crate) fn list_tool_calls(reader: &Reader, args: ListToolCalls) -> anyhow::R
             }
             total += 1;
         }
-    })?;
+    })
+    .map_err(QueryError::from)?;
     Ok(json!(Page::new(&page, total, items)))
 }
 
@@ -291,14 +327,16 @@ fn unified(item: &Value) -> String {
     out
 }
 
-pub(crate) fn get_tool_call(reader: &Reader, args: GetToolCall) -> anyhow::Result<Value> {
+pub(crate) fn get_tool_call(reader: &Reader, args: GetToolCall) -> Result<Value, ToolError> {
     let session = session(reader, &args.session)?;
-    let call = query::tool_call(reader, &session, &args.tool_call_id)?.ok_or_else(|| {
-        bad(format!(
-            "no tool call {:?} in session {}: list_tool_calls gives the ids",
-            args.tool_call_id, session.session_id
-        ))
-    })?;
+    let call = query::tool_call(reader, &session, &args.tool_call_id)
+        .map_err(QueryError::from)?
+        .ok_or_else(|| {
+            bad(format!(
+                "no tool call {:?} in session {}: list_tool_calls gives the ids",
+                args.tool_call_id, session.session_id
+            ))
+        })?;
     let content: Vec<Value> = call
         .content
         .iter()
@@ -313,7 +351,8 @@ pub(crate) fn get_tool_call(reader: &Reader, args: GetToolCall) -> anyhow::Resul
         })
         .collect();
     let permissions: Vec<Value> =
-        crate::query::pages::permission_requests_of_call(reader, &session, &call.tool_call_id)?
+        crate::query::pages::permission_requests_of_call(reader, &session, &call.tool_call_id)
+            .map_err(QueryError::from)?
             .iter()
             .map(permission_row)
             .collect();
@@ -348,7 +387,7 @@ pub(crate) struct ListPermissionRequests {
 pub(crate) fn list_permission_requests(
     reader: &Reader,
     args: ListPermissionRequests,
-) -> anyhow::Result<Value> {
+) -> Result<Value, ToolError> {
     let session = session(reader, &args.session)?;
     if let Some(d) = &args.decided_by
         && !["policy", "client", "undecided"].contains(&d.as_str())
@@ -359,26 +398,37 @@ pub(crate) fn list_permission_requests(
     }
     // What the live policy decided on, by request line: the recorded input of its decision.
     let inputs: std::collections::HashMap<i64, Value> =
-        query::recorded_permissions(reader, Some(&session))?
+        query::recorded_permissions(reader, Some(&session))
+            .map_err(QueryError::from)?
             .into_iter()
             .filter_map(|r| {
                 let input = serde_json::from_str(r.policy_input.as_deref()?).ok()?;
                 Some((r.request_seq, input))
             })
             .collect();
-    let rows: Vec<_> = query::permission_requests(reader, &session)?
+    // Every request with its tool call's title, then the filter, then the page.
+    let all = PageRequest::new(0, None, usize::MAX, usize::MAX);
+    let rows: Vec<_> = pages::permission_requests(reader, &session, &all)
+        .map_err(QueryError::from)?
+        .items
         .into_iter()
         .filter(|p| match args.decided_by.as_deref() {
             None => true,
-            Some("undecided") => p.decided_by.is_none(),
-            Some(d) => p.decided_by.as_deref() == Some(d),
+            Some("undecided") => p.request.decided_by.is_none(),
+            Some(d) => p.request.decided_by.as_deref() == Some(d),
         })
         .collect();
-    let page = page(args.offset, args.limit, 50).page_of(rows.iter());
+    let page = page(args.offset, args.limit, 50).page_of(rows.into_iter());
     Ok(json!(page.map(|p| {
-        let mut row = permission_row(p);
-        if let Some(input) = inputs.get(&p.request_seq) {
-            let mut input = input.clone();
+        let input = inputs.get(&p.request.request_seq).cloned();
+        // The request as `show --json` writes it (`Item::Permission`: `tool_call_title` and the
+        // request's fields), every string cut for a list.
+        let mut row = json!(Item::Permission {
+            tool_call_title: p.tool_call_title,
+            request: p.request,
+        });
+        cut_json_strings(&mut row, LIST_TEXT);
+        if let Some(mut input) = input {
             cut_json_strings(&mut input, LIST_TEXT);
             row["policy_input"] = input;
         }
@@ -399,7 +449,7 @@ pub(crate) struct Search {
 /// The most sessions a search reads, to page through.
 const MAX_SEARCH_SESSIONS: usize = 1_000;
 
-pub(crate) fn search(reader: &Reader, args: Search) -> anyhow::Result<Value> {
+pub(crate) fn search(reader: &Reader, args: Search) -> Result<Value, ToolError> {
     if args.text.trim().is_empty() {
         return Err(bad("text is empty: give words to find"));
     }
@@ -426,7 +476,7 @@ pub(crate) fn search(reader: &Reader, args: Search) -> anyhow::Result<Value> {
         ));
     }
     let mut answer = json!(page);
-    match crate::query::search::unindexed_lines(reader)? {
+    match crate::query::search::unindexed_lines(reader).map_err(QueryError::from)? {
         Some(0) => {}
         Some(n) => {
             answer["index_note"] = json!(format!(
@@ -452,11 +502,12 @@ pub(crate) struct CheckSession {
     pub offset: Option<usize>,
 }
 
-pub(crate) fn check_session(reader: &Reader, args: CheckSession) -> anyhow::Result<Value> {
+pub(crate) fn check_session(reader: &Reader, args: CheckSession) -> Result<Value, ToolError> {
     use crate::check::{Direction, Line};
     let session = session(reader, &args.session)?;
     let lines: Vec<(i64, Direction, Vec<u8>)> =
-        query::connection_lines(reader, session.connection_id)?
+        query::connection_lines(reader, session.connection_id)
+            .map_err(QueryError::from)?
             .into_iter()
             .filter_map(|l| Some((l.seq, Some(l.direction).filter(|d| d.is_protocol())?, l.raw)))
             .collect();
@@ -494,7 +545,7 @@ pub(crate) struct PolicyCheck {
     pub agent: Option<String>,
 }
 
-pub(crate) fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result<Value> {
+pub(crate) fn policy_check(reader: &Reader, args: PolicyCheck) -> Result<Value, ToolError> {
     use crate::policy::{Context, DecisionInput, Policy};
     if args.policy_files.is_empty() {
         return Err(bad("policy_files is empty: name at least one policy file"));
@@ -532,7 +583,8 @@ pub(crate) fn policy_check(reader: &Reader, args: PolicyCheck) -> anyhow::Result
         }
         (None, Some(spec), Some(id)) => {
             let session = session(reader, spec)?;
-            let recorded = query::recorded_permissions(reader, Some(&session))?
+            let recorded = query::recorded_permissions(reader, Some(&session))
+                .map_err(QueryError::from)?
                 .into_iter()
                 .rfind(|r| r.tool_call_id.as_deref() == Some(id))
                 .ok_or_else(|| {

@@ -12,13 +12,13 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{App, json_response, read};
+use super::{App, UiError, json_response, read};
 use crate::inspect::report::diff::diff_view;
 use crate::inspect::show::{self, Item, TurnView};
 use crate::inspect::{cut_json_strings as cut_strings, cut_text as cut};
 use crate::query::Reader;
 use crate::query::pages::{self, LineFilter, Page, PageRequest, ToolCallFilter};
-use crate::query::{self, SessionRef, SessionSummary, ToolCallRow};
+use crate::query::{self, QueryError, SessionRef, SessionSummary, ToolCallRow};
 
 /// A row's preview of a recorded text, in characters.
 const PREVIEW_CHARS: usize = 400;
@@ -40,16 +40,16 @@ fn session_ref(
     reader: &Reader,
     connection_id: i64,
     session_id: String,
-) -> anyhow::Result<SessionRef> {
+) -> Result<SessionRef, UiError> {
     let session = SessionRef {
         connection_id,
         session_id,
     };
     query::session_summary_of(reader, &session).map_err(|_| {
-        anyhow::anyhow!(
+        UiError::NotFound(format!(
             "no session {} in connection {connection_id}",
             session.session_id
-        )
+        ))
     })?;
     Ok(session)
 }
@@ -76,7 +76,12 @@ impl Paging {
 }
 
 pub(super) async fn sessions(State(app): State<Arc<App>>) -> Response {
-    respond(read(&app, |r| Ok(query::list_sessions(r, 1000)?)).await)
+    respond(
+        read(&app, |r| {
+            Ok(query::list_sessions(r, 1000).map_err(QueryError::from)?)
+        })
+        .await,
+    )
 }
 
 fn respond(result: Result<impl serde::Serialize, Response>) -> Response {
@@ -95,8 +100,10 @@ pub(super) async fn session(
     respond(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
-            let summary: SessionSummary = query::session_summary_of(r, &session)?;
-            let lines = query::connection_message_count(r, connection, 0..i64::MAX)?;
+            let summary: SessionSummary =
+                query::session_summary_of(r, &session).map_err(QueryError::from)?;
+            let lines = query::connection_message_count(r, connection, 0..i64::MAX)
+                .map_err(QueryError::from)?;
             let report_pages =
                 (summary.turns.max(1) as usize).div_ceil(crate::inspect::report::TURNS_PER_PAGE);
             Ok(json!({
@@ -120,9 +127,10 @@ pub(super) async fn facets(
     respond(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
-            let (kinds, statuses) = pages::tool_call_facets(r, &session)?;
+            let (kinds, statuses) =
+                pages::tool_call_facets(r, &session).map_err(QueryError::from)?;
             Ok(json!({
-                "methods": pages::methods(r, connection)?,
+                "methods": pages::methods(r, connection).map_err(QueryError::from)?,
                 "kinds": kinds,
                 "statuses": statuses,
             }))
@@ -173,7 +181,9 @@ pub(super) async fn turns(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
             let page = paging.request();
-            let total = query::session_summary_of(r, &session)?.turns;
+            let total = query::session_summary_of(r, &session)
+                .map_err(QueryError::from)?
+                .turns;
             let mut items = Vec::new();
             let turns = page.offset..page.offset.saturating_add(page.limit);
             show::for_each_turn(r, &session, turns, |t| items.push(turn_row(t)))?;
@@ -245,11 +255,11 @@ pub(super) async fn turn(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
             let mut found = None;
-            let at = index
-                .checked_sub(1)
-                .ok_or_else(|| anyhow::anyhow!("no turn 0: turns are numbered from 1"))?;
+            let at = index.checked_sub(1).ok_or_else(|| {
+                UiError::NotFound("no turn 0: turns are numbered from 1".to_owned())
+            })?;
             show::for_each_turn(r, &session, at..at + 1, |t| found = Some(t))?;
-            let mut turn = found.ok_or_else(|| anyhow::anyhow!("no turn {index}"))?;
+            let mut turn = found.ok_or_else(|| UiError::NotFound(format!("no turn {index}")))?;
             turn.prompt = cut(&turn.prompt, DETAIL_BYTES).0.to_string();
             let (mut value, items) = turn_fields(turn);
             value["items"] = json!(item_details(&items));
@@ -285,7 +295,8 @@ pub(super) async fn tool_calls(
                 kind: given(query.kind),
                 text: given(query.q),
             };
-            let page = pages::tool_calls(r, &session, &filter, &paging.request())?;
+            let page = pages::tool_calls(r, &session, &filter, &paging.request())
+                .map_err(QueryError::from)?;
             // The list's row (`ToolCallRow::into_list_json`): its title previewed, five paths.
             Ok(page.map(|mut call| {
                 call.title = call.title.as_deref().map(|t| preview(t, PREVIEW_CHARS));
@@ -308,10 +319,13 @@ pub(super) async fn tool_call(
     respond(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
-            let call = query::tool_call(r, &session, &id)?
-                .ok_or_else(|| anyhow::anyhow!("no tool call {id}"))?;
+            let call = query::tool_call(r, &session, &id)
+                .map_err(QueryError::from)?
+                .ok_or_else(|| UiError::NotFound(format!("no tool call {id}")))?;
             let mut value = tool_call_detail(&call);
-            value["permissions"] = json!(pages::permission_requests_of_call(r, &session, &id)?);
+            value["permissions"] = json!(
+                pages::permission_requests_of_call(r, &session, &id).map_err(QueryError::from)?
+            );
             Ok(value)
         })
         .await,
@@ -326,7 +340,8 @@ pub(super) async fn permissions(
     respond(
         read(&app, move |r| {
             let session = session_ref(r, connection, session)?;
-            let mut page = pages::permission_requests(r, &session, &paging.request())?;
+            let mut page = pages::permission_requests(r, &session, &paging.request())
+                .map_err(QueryError::from)?;
             for item in &mut page.items {
                 let cut = |text: &mut Option<String>| {
                     *text = text.as_deref().map(|t| preview(t, PREVIEW_CHARS));
@@ -366,7 +381,8 @@ pub(super) async fn lines(
                 method: given(query.method),
                 text: given(query.q).map(String::into_bytes),
             };
-            let page = pages::lines(r, connection, &filter, &paging.request())?;
+            let page = pages::lines(r, connection, &filter, &paging.request())
+                .map_err(QueryError::from)?;
             // The line's row (`MessageRow`'s `Serialize`, its strings cut) and the start of
             // the line.
             Ok(page.map(|m| {
@@ -389,8 +405,9 @@ pub(super) async fn line(
     respond(
         read(&app, move |r| {
             session_ref(r, connection, session)?;
-            let m =
-                pages::line(r, connection, seq)?.ok_or_else(|| anyhow::anyhow!("no line {seq}"))?;
+            let m = pages::line(r, connection, seq)
+                .map_err(QueryError::from)?
+                .ok_or_else(|| UiError::NotFound(format!("no line {seq}")))?;
             let text = String::from_utf8_lossy(&m.raw);
             let (kept, was_cut) = cut(&text, DETAIL_BYTES);
             // The line's row (`MessageRow`'s `Serialize`, its strings cut) and the line.
@@ -424,11 +441,18 @@ pub(super) async fn download(
         let (body, content_type) = match file.as_str() {
             "report.html" => {
                 let per = crate::inspect::report::TURNS_PER_PAGE;
-                let turns = query::session_summary_of(r, &session)?.turns.max(1) as usize;
+                let turns = query::session_summary_of(r, &session)
+                    .map_err(QueryError::from)?
+                    .turns
+                    .max(1) as usize;
                 let pages = turns.div_ceil(per);
                 let page = match query.page.unwrap_or(1) {
                     n @ 1.. if n <= pages => n - 1,
-                    n => anyhow::bail!("no report page {n}: this session has pages 1 to {pages}"),
+                    n => {
+                        return Err(UiError::NotFound(format!(
+                            "no report page {n}: this session has pages 1 to {pages}"
+                        )));
+                    }
                 };
                 let html =
                     crate::inspect::report::render(r, &session, page * per..(page + 1) * per)?;
@@ -456,9 +480,11 @@ pub(super) async fn download(
                 json.push(b'\n');
                 (json, "application/json")
             }
-            other => anyhow::bail!(
-                "no download {other}: report.html, transcript.jsonl, trace.ndjson or otlp.json"
-            ),
+            other => {
+                return Err(UiError::NotFound(format!(
+                    "no download {other}: report.html, transcript.jsonl, trace.ndjson or otlp.json"
+                )));
+            }
         };
         // The file's name: the session id's safe characters only (it is the agent's string).
         let safe: String = session

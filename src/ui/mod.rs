@@ -29,8 +29,9 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use crate::export::trace::TraceError;
 use crate::query;
-use crate::query::Reader;
+use crate::query::{QueryError, Reader, StoreError};
 
 /// The token's length in random bytes (written as hex).
 const TOKEN_BYTES: usize = 32;
@@ -45,6 +46,52 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The Content-Security-Policy of every answer.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Why a request could not be answered, or the server could not start. A request's error is
+/// answered with its text and [`UiError::status`]: 404 for every error of a read (the page shows
+/// the text where the view would be), 500 for the server's own.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UiError {
+    /// What a request names is not there: a session, a turn, a tool call, a line, a report page,
+    /// a download.
+    #[error("{0}")]
+    NotFound(String),
+    /// The database could not be opened: `Reader::open`'s error as it is.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A read of the recording failed.
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    /// The trace download could not be made.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// A download could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The port asked for is taken (or not ours to take).
+    #[error(
+        "cannot listen on 127.0.0.1:{port}: {source}; choose another --port, or leave it out for a free one"
+    )]
+    Listen { port: u16, source: std::io::Error },
+    /// The server's own input and output: its runtime, its address, the token, the printed URL.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl UiError {
+    /// The status a request that meets this error is answered with.
+    fn status(&self) -> StatusCode {
+        match self {
+            UiError::NotFound(_)
+            | UiError::Store(_)
+            | UiError::Query(_)
+            | UiError::Trace(_)
+            | UiError::Json(_) => StatusCode::NOT_FOUND,
+            // The server's own, never a request's.
+            UiError::Listen { .. } | UiError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
 
 struct App {
     db: PathBuf,
@@ -201,7 +248,7 @@ fn refusal(app: &App, peer: SocketAddr, request: &Request) -> Option<Response> {
 /// Runs a read of the database off the async threads.
 async fn read<T: Send + 'static>(
     app: &App,
-    work: impl FnOnce(&Reader) -> anyhow::Result<T> + Send + 'static,
+    work: impl FnOnce(&Reader) -> Result<T, UiError> + Send + 'static,
 ) -> Result<T, Response> {
     let db = app.db.clone();
     tokio::task::spawn_blocking(move || {
@@ -210,7 +257,7 @@ async fn read<T: Send + 'static>(
     })
     .await
     .map_err(|e| refuse_text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-    .map_err(|e| refuse_text(StatusCode::NOT_FOUND, e.to_string()))
+    .map_err(|e| refuse_text(e.status(), e.to_string()))
 }
 
 fn refuse_text(status: StatusCode, text: String) -> Response {
@@ -382,7 +429,7 @@ pub(crate) fn serve(
     port: u16,
     open: bool,
     ready: impl FnOnce(&str) -> std::io::Result<()>,
-) -> anyhow::Result<()> {
+) -> Result<(), UiError> {
     // Fail now, with the usual message, if the database is not there.
     drop(Reader::open(&db)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -392,11 +439,7 @@ pub(crate) fn serve(
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
             .await
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot listen on 127.0.0.1:{port}: {e}; choose another --port, or leave it out for a free one"
-                )
-            })?;
+            .map_err(|source| UiError::Listen { port, source })?;
         let port = listener.local_addr()?.port();
         let app = Arc::new(App {
             lines: watch_lines(db.clone()),
@@ -418,7 +461,7 @@ pub(crate) fn serve(
 /// Serves each accepted connection with hyper's HTTP/1 server and a header read deadline
 /// ([`HEADER_READ_TIMEOUT`]); `axum::serve` does the same without one. Each request carries its
 /// peer's address (`ConnectInfo`), which the guard reads.
-async fn serve_connections(listener: tokio::net::TcpListener, app: Router) -> anyhow::Result<()> {
+async fn serve_connections(listener: tokio::net::TcpListener, app: Router) -> Result<(), UiError> {
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,

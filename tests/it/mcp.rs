@@ -238,6 +238,16 @@ fn every_tool_answers_as_the_commands_do() {
         "{by_policy}"
     );
     assert_eq!(by_policy["policy_input"]["cwd"], "/home/user/project");
+    // The request as `show --json` has it in its turn, `tool_call_title` included.
+    let shown_permission = shown_turns
+        .iter()
+        .flat_map(|t| t["items"].as_array().unwrap())
+        .find(|i| i["type"] == "permission" && i["tool_call_id"] == EDIT)
+        .unwrap();
+    assert_eq!(shown_permission["tool_call_title"], theirs["title"]);
+    for (key, value) in shown_permission.as_object().unwrap() {
+        assert_eq!(&by_policy[key], value, "{key}: {by_policy}");
+    }
 
     let found = answer(&report, 5);
     assert!(

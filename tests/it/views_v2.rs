@@ -421,7 +421,7 @@ fn the_mcp_timeline_tells_the_same() {
     assert_eq!(permissions["subject"]["command"], "cargo test");
 
     let resumed = &answers[2];
-    let before = resumed["before_first_turn"].as_array().unwrap();
+    let before = resumed["opening"].as_array().unwrap();
     assert_eq!(before[0]["method"], "session/resume", "{before:?}");
     assert_eq!(before[2]["text"], "We renamed the config loader.");
 }
