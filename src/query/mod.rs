@@ -16,10 +16,10 @@ mod rows;
 pub mod search;
 pub mod stats;
 
-pub use reader::Reader;
 /// What opening a database can meet (missing, not a database, an older or newer schema): the
 /// store's own error, which `Reader::open` gives as it is.
 pub use crate::record::StoreError;
+pub use reader::Reader;
 pub use rows::*;
 
 /// What a read of a recording gives a view: its value, or why it could not be read (no such
