@@ -240,7 +240,7 @@ pub(crate) fn for_each_turn(
     reader: &Reader,
     session: &SessionRef,
     turns: std::ops::Range<usize>,
-    mut each: impl FnMut(TurnView),
+    each: impl FnMut(TurnView),
 ) -> Result<()> {
     let all_turns = query::turns(reader, session)?;
     let first = turns.start.min(all_turns.len());
@@ -253,51 +253,60 @@ pub(crate) fn for_each_turn(
         (None, _) => 0..0,
     };
     let mut builder = Builder::new(reader, session, seqs.clone())?;
-    let view_of = |i: usize| {
-        let t = &turns[i];
-        TurnView {
-            index: first + i + 1,
-            prompt: String::new(),
-            started_at: t.started_at,
-            duration_us: t.duration_us,
-            stop_reason: t.stop_reason.clone(),
-            error: t.error.clone(),
-            cancel_requested: t.cancel_requested_at.is_some(),
-            items: Vec::new(),
-        }
+    let mut cursor = TurnCursor {
+        turns,
+        first,
+        current: None,
+        each,
     };
-    // The turn being built (its number, view and items so far).
-    let mut current: Option<(usize, TurnView, Items)> = None;
     let mut failed = None;
     query::for_each_session_line(reader, session, seqs, |line| {
         if failed.is_some() {
             return;
         }
-        // A line belongs to the last turn that started before it (turns are in seq order).
-        let Some(turn) = turns
-            .partition_point(|t| t.request_seq <= line.seq)
-            .checked_sub(1)
-        else {
+        let Some(items) = cursor.items_for(&line) else {
             return;
         };
-        // Turns before this one are complete, those without a line of their own included.
-        let next = current.as_ref().map_or(0, |(i, ..)| i + 1);
-        if current.as_ref().is_none_or(|(i, ..)| *i != turn) {
-            if let Some((_, mut done, items)) = current.take() {
-                done.items = items.finish();
-                each(done);
-            }
-            for i in next..turn {
-                each(view_of(i));
-            }
-            current = Some((turn, view_of(turn), Items::default()));
+        if let Err(e) = builder.line(items, &line) {
+            failed = Some(e);
         }
-        let Some((_, view, items)) = current.as_mut() else {
-            return;
-        };
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    cursor.finish();
+    Ok(())
+}
+
+/// The turns of [`for_each_turn`] while their lines are read: the one being built, and where
+/// each goes once complete. Every turn is handed over once, in order, those without a line of
+/// their own included.
+struct TurnCursor<'t, F> {
+    turns: &'t [query::Turn],
+    /// The number of `turns[0]` among the session's turns (from 0).
+    first: usize,
+    /// The turn being built: its index in `turns`, its view, its items so far.
+    current: Option<(usize, TurnView, Items)>,
+    each: F,
+}
+
+impl<F: FnMut(TurnView)> TurnCursor<'_, F> {
+    /// The items of the turn `line` belongs to: the last turn that started before it (turns are
+    /// in seq order); `None` for a line before the first. A turn's first line completes the
+    /// turns before it, and its own `session/prompt` gives the turn its prompt.
+    fn items_for(&mut self, line: &SessionLine) -> Option<&mut Items> {
+        let turn = self
+            .turns
+            .partition_point(|t| t.request_seq <= line.seq)
+            .checked_sub(1)?;
+        if self.current.as_ref().is_none_or(|(i, ..)| *i != turn) {
+            self.hand_over_until(turn);
+            self.current = Some((turn, self.view_of(turn), Items::default()));
+        }
+        let (_, view, items) = self.current.as_mut()?;
         if line.direction == Direction::ClientToAgent
             && line.method.as_deref() == Some("session/prompt")
-            && line.seq == turns[turn].request_seq
+            && line.seq == self.turns[turn].request_seq
         {
             let params = serde_json::from_slice::<Value>(&line.raw).ok();
             view.prompt = prompt_text(
@@ -307,22 +316,43 @@ pub(crate) fn for_each_turn(
                     .and_then(|p| p.get("prompt")),
             );
         }
-        if let Err(e) = builder.line(items, &line) {
-            failed = Some(e);
+        Some(items)
+    }
+
+    /// Hands over the turn being built, then the turns after it and before `end`: those have
+    /// no line of their own (they are complete as they are).
+    fn hand_over_until(&mut self, end: usize) {
+        let next = self.current.as_ref().map_or(0, |(i, ..)| i + 1);
+        if let Some((_, mut done, items)) = self.current.take() {
+            done.items = items.finish();
+            (self.each)(done);
         }
-    })?;
-    if let Some(e) = failed {
-        return Err(e);
+        for i in next..end {
+            let view = self.view_of(i);
+            (self.each)(view);
+        }
     }
-    let next = current.as_ref().map_or(0, |(i, ..)| i + 1);
-    if let Some((_, mut done, items)) = current {
-        done.items = items.finish();
-        each(done);
+
+    /// Hands over the turn being built and every turn after it.
+    fn finish(mut self) {
+        let end = self.turns.len();
+        self.hand_over_until(end);
     }
-    for i in next..turns.len() {
-        each(view_of(i));
+
+    /// Turn `i`'s view as the turn's row gives it, before its lines add the prompt and items.
+    fn view_of(&self, i: usize) -> TurnView {
+        let t = &self.turns[i];
+        TurnView {
+            index: self.first + i + 1,
+            prompt: String::new(),
+            started_at: t.started_at,
+            duration_us: t.duration_us,
+            stop_reason: t.stop_reason.clone(),
+            error: t.error.clone(),
+            cancel_requested: t.cancel_requested_at.is_some(),
+            items: Vec::new(),
+        }
     }
-    Ok(())
 }
 
 /// What the lines of a timeline build, across its turns: the reads, and what one turn learns
@@ -1019,123 +1049,143 @@ fn render_items_unescaped(out: &mut String, items: &[Item]) {
                         .unwrap_or_default()
                 );
             }
-            Item::Terminal(view) => {
-                let _ = writeln!(
-                    out,
-                    "  terminal {}: {}{} · {} · {} byte(s) of output",
-                    one_line(&view.terminal_id, 30),
-                    one_line(view.command.as_deref().unwrap_or("?"), 80),
-                    view.cwd
-                        .as_deref()
-                        .map(|cwd| format!(" (in {})", one_line(cwd, 80)))
-                        .unwrap_or_default(),
-                    one_line(&terminal_end(view), 40),
-                    view.output_bytes
-                );
-                if let Some(last) = view.output.lines().rev().find(|l| !l.trim().is_empty()) {
-                    let _ = writeln!(out, "    output ends: {}", one_line(last, 96));
-                }
-            }
-            Item::ToolCall(call) => {
-                let paths = call.paths();
-                let _ = writeln!(
-                    out,
-                    "  tool {:<9} {:<10} {:>7}  {}{}",
-                    one_line(call.kind.as_deref().unwrap_or("-"), 9),
-                    one_line(call.status.as_deref().unwrap_or("-"), 10),
-                    call.duration_us()
-                        .map(format_duration)
-                        .unwrap_or_else(|| "-".into()),
-                    one_line(call.title.as_deref().unwrap_or(&call.tool_call_id), 60),
-                    if paths.is_empty() {
-                        String::new()
-                    } else {
-                        let paths: Vec<_> = paths
-                            .iter()
-                            .map(|p| terminal_line(p, VALUE_BYTES))
-                            .collect();
-                        format!("  [{}]", paths.join(", "))
-                    }
-                );
-            }
+            Item::Terminal(view) => render_terminal_unescaped(out, view),
+            Item::ToolCall(call) => render_tool_call_unescaped(out, call),
             Item::Permission {
                 tool_call_title,
                 request,
-            } => {
-                let decision = match (&request.outcome, &request.option_id) {
-                    (None, _) => "no answer".to_owned(),
-                    (Some(outcome), None) => one_line(outcome, 40),
-                    (Some(_), Some(option)) => format!(
-                        "{} ({})",
-                        one_line(option, 40),
-                        one_line(request.option_kind.as_deref().unwrap_or("?"), 40)
-                    ),
-                };
-                let _ = writeln!(
-                    out,
-                    "  permission for {}: {} · by {}{}",
-                    one_line(permission_label(tool_call_title.as_deref(), request), 60),
-                    decision,
-                    one_line(request.decided_by.as_deref().unwrap_or("-"), 20),
-                    request
-                        .decision_us
-                        .map(|d| format!(" after {}", format_duration(d)))
-                        .unwrap_or_default()
-                );
-                if let Some(description) = &request.description {
-                    let _ = writeln!(out, "    {}", one_line(description, 96));
-                }
-                if let Some(subject) = &request.subject_summary {
-                    let _ = writeln!(out, "    subject: {}", one_line(subject, 96));
-                }
-            }
-            Item::Elicitation(view) => {
-                let _ = writeln!(
-                    out,
-                    "  elicitation ({}): {} · {}",
-                    one_line(view.mode.as_deref().unwrap_or("?"), 20),
-                    one_line(&view.message, 80),
-                    one_line(&elicitation_answer(view), 80)
-                );
-                if let Some(url) = &view.url {
-                    let _ = writeln!(
-                        out,
-                        "    url: {}{}",
-                        one_line(url, 90),
-                        if view.completed { " · completed" } else { "" }
-                    );
-                }
-                if let Some(content) = &view.content {
-                    let _ = writeln!(out, "    accepted: {}", one_line(&content.to_string(), 90));
-                }
-            }
-            Item::Request(view) => {
-                let _ = writeln!(
-                    out,
-                    "  {} (from {}){}{}{}",
-                    one_line(&view.method, 40),
-                    view.from,
-                    if view.about.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", one_line(&view.about, 80))
-                    },
-                    view.cancels_seq
-                        .map(|seq| format!(" (line {seq})"))
-                        .unwrap_or_default(),
-                    match &view.answer {
-                        Some(answer) => format!(" → {}", one_line(answer, 60)),
-                        None if view.method.starts_with("$/")
-                            || view.method == "elicitation/complete" =>
-                        {
-                            String::new()
-                        }
-                        None => " → no answer".to_owned(),
-                    }
-                );
-            }
+            } => render_permission_unescaped(out, tool_call_title.as_deref(), request),
+            Item::Elicitation(view) => render_elicitation_unescaped(out, view),
+            Item::Request(view) => render_request_unescaped(out, view),
         }
     }
+}
+
+/// A terminal: its command, where it ran, how it ended, how much it wrote, and its last line
+/// of output that is not blank.
+fn render_terminal_unescaped(out: &mut String, view: &TerminalView) {
+    let _ = writeln!(
+        out,
+        "  terminal {}: {}{} · {} · {} byte(s) of output",
+        one_line(&view.terminal_id, 30),
+        one_line(view.command.as_deref().unwrap_or("?"), 80),
+        view.cwd
+            .as_deref()
+            .map(|cwd| format!(" (in {})", one_line(cwd, 80)))
+            .unwrap_or_default(),
+        one_line(&terminal_end(view), 40),
+        view.output_bytes
+    );
+    if let Some(last) = view.output.lines().rev().find(|l| !l.trim().is_empty()) {
+        let _ = writeln!(out, "    output ends: {}", one_line(last, 96));
+    }
+}
+
+/// A tool call in one line: kind, status, duration, title and the paths it touches.
+fn render_tool_call_unescaped(out: &mut String, call: &ToolCallRow) {
+    let paths = call.paths();
+    let _ = writeln!(
+        out,
+        "  tool {:<9} {:<10} {:>7}  {}{}",
+        one_line(call.kind.as_deref().unwrap_or("-"), 9),
+        one_line(call.status.as_deref().unwrap_or("-"), 10),
+        call.duration_us()
+            .map(format_duration)
+            .unwrap_or_else(|| "-".into()),
+        one_line(call.title.as_deref().unwrap_or(&call.tool_call_id), 60),
+        if paths.is_empty() {
+            String::new()
+        } else {
+            let paths: Vec<_> = paths
+                .iter()
+                .map(|p| terminal_line(p, VALUE_BYTES))
+                .collect();
+            format!("  [{}]", paths.join(", "))
+        }
+    );
+}
+
+/// A permission request: what it was for, the decision, who made it and when, and (v2) what
+/// the agent says it asks and about what.
+fn render_permission_unescaped(
+    out: &mut String,
+    tool_call_title: Option<&str>,
+    request: &PermissionRow,
+) {
+    let decision = match (&request.outcome, &request.option_id) {
+        (None, _) => "no answer".to_owned(),
+        (Some(outcome), None) => one_line(outcome, 40),
+        (Some(_), Some(option)) => format!(
+            "{} ({})",
+            one_line(option, 40),
+            one_line(request.option_kind.as_deref().unwrap_or("?"), 40)
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "  permission for {}: {} · by {}{}",
+        one_line(permission_label(tool_call_title, request), 60),
+        decision,
+        one_line(request.decided_by.as_deref().unwrap_or("-"), 20),
+        request
+            .decision_us
+            .map(|d| format!(" after {}", format_duration(d)))
+            .unwrap_or_default()
+    );
+    if let Some(description) = &request.description {
+        let _ = writeln!(out, "    {}", one_line(description, 96));
+    }
+    if let Some(subject) = &request.subject_summary {
+        let _ = writeln!(out, "    subject: {}", one_line(subject, 96));
+    }
+}
+
+/// An elicitation: its mode, its message and answer, its URL and what was accepted.
+fn render_elicitation_unescaped(out: &mut String, view: &ElicitationView) {
+    let _ = writeln!(
+        out,
+        "  elicitation ({}): {} · {}",
+        one_line(view.mode.as_deref().unwrap_or("?"), 20),
+        one_line(&view.message, 80),
+        one_line(&elicitation_answer(view), 80)
+    );
+    if let Some(url) = &view.url {
+        let _ = writeln!(
+            out,
+            "    url: {}{}",
+            one_line(url, 90),
+            if view.completed { " · completed" } else { "" }
+        );
+    }
+    if let Some(content) = &view.content {
+        let _ = writeln!(out, "    accepted: {}", one_line(&content.to_string(), 90));
+    }
+}
+
+/// One of the session's other requests: its method, who sent it, what it is about, the line it
+/// cancels, and its answer (a notification has none to miss).
+fn render_request_unescaped(out: &mut String, view: &RequestView) {
+    let _ = writeln!(
+        out,
+        "  {} (from {}){}{}{}",
+        one_line(&view.method, 40),
+        view.from,
+        if view.about.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", one_line(&view.about, 80))
+        },
+        view.cancels_seq
+            .map(|seq| format!(" (line {seq})"))
+            .unwrap_or_default(),
+        match &view.answer {
+            Some(answer) => format!(" → {}", one_line(answer, 60)),
+            None if view.method.starts_with("$/") || view.method == "elicitation/complete" => {
+                String::new()
+            }
+            None => " → no answer".to_owned(),
+        }
+    );
 }
 
 /// Safe for a terminal: every recorded string goes through [`super::terminal_safe`].

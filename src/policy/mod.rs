@@ -227,118 +227,148 @@ impl DecisionInput {
         };
         if let Some(Version::Other(n)) = context.version {
             // What a client of a version acptap does not know shows is unknown here.
-            input.left_to_user.get_or_insert((
-                None,
-                format!("protocol version {n} is not one acptap knows (1, or the v2 draft): left to the user"),
+            input.leave(format!(
+                "protocol version {n} is not one acptap knows (1, or the v2 draft): left to the user"
             ));
             return input;
         }
         let shapes = PermissionShapes::of(Some(params));
-        let leave = |input: &mut DecisionInput, why: String| {
-            input.left_to_user.get_or_insert((None, why));
-        };
-        let v1 = match shapes.v1_tool_call {
-            Some(update) => match merged_call(update, known, context.version) {
-                Ok(call) => Some(call),
-                Err(why) => {
-                    leave(&mut input, why);
-                    return input;
-                }
-            },
-            None => None,
+        let v1 = match shapes
+            .v1_tool_call
+            .map(|update| merged_call(update, known, context.version))
+            .transpose()
+        {
+            Ok(v1) => v1,
+            Err(why) => {
+                input.leave(why);
+                return input;
+            }
         };
         let Some(subject) = shapes.subject else {
-            let Some(call) = v1 else {
-                return input; // not about a tool call
-            };
-            if context.version == Some(Version::V2) {
-                leave(
-                    &mut input,
-                    "a v2 request without a `subject` (a v2 client shows only its title, not the v1 `toolCall`): left to the user".into(),
-                );
-            }
-            if known.is_some_and(|k| k.finished) {
-                leave(
-                    &mut input,
-                    "the tool call already finished (its input is no longer held): left to the user"
-                        .into(),
-                );
-            }
-            input.judged = Some("toolCall".into());
-            input.tool_call = Some(call);
+            input.judge_v1(v1, known, context.version);
             return input;
         };
         if context.version == Some(Version::V1) && v1.is_none() {
-            leave(
-                &mut input,
+            input.leave(
                 "a v2 `subject` on a v1 connection without a `toolCall` (a v1 client cannot show it): left to the user".into(),
             );
         }
-        let (call, judged) = match shapes.subject_type() {
+        let Some((call, judged)) = input.read_subject(&shapes, subject, known, context.version)
+        else {
+            return input;
+        };
+        input.hold_to_agreement(fs, &call, judged, v1, known, context);
+        input.judged = Some(judged.into());
+        input.tool_call = Some(call);
+        input
+    }
+
+    /// Leaves the request to the user, for `why` unless a reason was found before.
+    fn leave(&mut self, why: String) {
+        self.left_to_user.get_or_insert((None, why));
+    }
+
+    /// A request without a subject: the v1 `toolCall` is judged, when there is one (else the
+    /// request is not about a tool call).
+    fn judge_v1(&mut self, v1: Option<Value>, known: Option<&ToolCall>, version: Option<Version>) {
+        let Some(call) = v1 else {
+            return; // not about a tool call
+        };
+        if version == Some(Version::V2) {
+            self.leave(
+                "a v2 request without a `subject` (a v2 client shows only its title, not the v1 `toolCall`): left to the user".into(),
+            );
+        }
+        if known.is_some_and(|k| k.finished) {
+            self.leave(
+                "the tool call already finished (its input is no longer held): left to the user"
+                    .into(),
+            );
+        }
+        self.judged = Some("toolCall".into());
+        self.tool_call = Some(call);
+    }
+
+    /// The tool call a v2 subject stands for, and how it was read (`subject:command`,
+    /// `subject:tool_call`). `None` when it cannot be judged: the request is then left to the
+    /// user, with `judged` naming an unknown subject type.
+    fn read_subject(
+        &mut self,
+        shapes: &PermissionShapes,
+        subject: &Value,
+        known: Option<&ToolCall>,
+        version: Option<Version>,
+    ) -> Option<(Value, &'static str)> {
+        match shapes.subject_type() {
             Some("command") => match command_call(subject) {
-                Ok(call) => (call, "subject:command"),
+                Ok(call) => Some((call, "subject:command")),
                 Err(why) => {
-                    leave(&mut input, why);
-                    return input;
+                    self.leave(why);
+                    None
                 }
             },
             Some("tool_call") => {
                 let Some(update) = shapes.subject_tool_call else {
-                    leave(
-                        &mut input,
+                    self.leave(
                         "the `tool_call` subject has no `toolCall` object: left to the user".into(),
                     );
-                    return input;
+                    return None;
                 };
                 if known.is_some_and(|k| k.finished) {
-                    leave(
-                        &mut input,
+                    self.leave(
                         "the tool call already finished (its input is no longer held): left to the user"
                             .into(),
                     );
                 }
-                match merged_call(update, known, context.version) {
-                    Ok(call) => (call, "subject:tool_call"),
+                match merged_call(update, known, version) {
+                    Ok(call) => Some((call, "subject:tool_call")),
                     Err(why) => {
-                        leave(&mut input, why);
-                        return input;
+                        self.leave(why);
+                        None
                     }
                 }
             }
             other => {
                 let shown = other.map_or_else(|| "without a type".to_owned(), |t| format!("`{t}`"));
-                leave(
-                    &mut input,
-                    format!("a v2 subject {shown} that acptap does not judge: left to the user"),
-                );
-                input.judged = Some(format!("subject:{}", other.unwrap_or("?")));
-                return input;
+                self.leave(format!(
+                    "a v2 subject {shown} that acptap does not judge: left to the user"
+                ));
+                self.judged = Some(format!("subject:{}", other.unwrap_or("?")));
+                None
             }
-        };
-        // A command subject that names a known tool call: that call, running the subject's
-        // command, must read the same (its kind, where it runs, its paths, its environment).
+        }
+    }
+
+    /// Holds the judged reading of a subject to the other readings of the request: the v1
+    /// `toolCall`, and for a command subject that names a known tool call, that call running
+    /// the subject's command (its kind, where it runs, its paths, its environment). A reading
+    /// that disagrees leaves the request to the user; each must get the same decision
+    /// (`must_agree`).
+    fn hold_to_agreement(
+        &mut self,
+        fs: &dyn FileSystem,
+        call: &Value,
+        judged: &str,
+        v1: Option<Value>,
+        known: Option<&ToolCall>,
+        context: Context,
+    ) {
         let named_known = (judged == "subject:command").then_some(known).flatten();
         if let Some(Err(why)) = named_known.map(|k| unambiguous(k, context.version)) {
-            leave(&mut input, why);
+            self.leave(why);
         }
-        let named = named_known.map(|k| named_call_running(k, &call));
+        let named = named_known.map(|k| named_call_running(k, call));
         let dialect = Dialect::of(context.agent);
         for (other, what) in [(v1, "v1 `toolCall`"), (named, "tool call it names")] {
             let Some(other) = other else { continue };
-            if let Some(difference) = disagreement(fs, &call, &other, judged, context.cwd, &dialect)
+            if let Some(difference) = disagreement(fs, call, &other, judged, context.cwd, &dialect)
             {
-                leave(
-                    &mut input,
-                    format!(
-                        "the v2 subject and the {what} disagree ({difference}): left to the user"
-                    ),
-                );
+                self.leave(format!(
+                    "the v2 subject and the {what} disagree ({difference}): left to the user"
+                ));
             }
-            input.must_agree.push((what.to_owned(), other));
+            self.must_agree.push((what.to_owned(), other));
         }
-        input.judged = Some(judged.into());
-        input.tool_call = Some(call);
-        input
     }
 }
 
@@ -1150,7 +1180,43 @@ impl Policy {
         view: &View,
         cwd: Option<&Path>,
     ) -> Result<(), Option<String>> {
-        // A command rule without `paths` allows only what stays inside the session's cwd.
+        let bounds = self.allow_bounds(index, rule, view, cwd)?;
+        // Checks that only matter once the rule's command prefixes match.
+        let refusal = path_refusal(rule, view, &bounds)?;
+        let (prefixes, command) = match (&rule.command, &view.command) {
+            (None, None) => return Ok(()),
+            // A call that carries a shell command is allowed only by a rule that checks it.
+            (None, Some(_)) | (Some(_), None) => return Err(None),
+            (Some(prefixes), Some(command)) => (prefixes, command),
+        };
+        let Ok(commands) = &command.analysed else {
+            return Err(None);
+        };
+        let granted = granted_words(prefixes, commands)?;
+        let why = refusal
+            .or_else(|| env_refusal(rule, &view.env))
+            .or_else(|| {
+                commands
+                    .iter()
+                    .zip(&granted)
+                    .find_map(|(c, granted)| sub_command_refusal(rule, c, granted, &bounds))
+            });
+        match why {
+            Some(why) => Err(Some(format!("rule `{}` would allow it but {why}", rule.id))),
+            None => Ok(()),
+        }
+    }
+
+    /// What an allow rule holds a call's paths to: its `paths`; for a command rule without
+    /// them, the session's cwd (a command rule allows only what stays inside it); nothing for
+    /// a rule that says nothing of paths or commands.
+    fn allow_bounds(
+        &self,
+        index: usize,
+        rule: &Rule,
+        view: &View,
+        cwd: Option<&Path>,
+    ) -> Result<Bounds, Option<String>> {
         let (key, patterns) = match (&rule.paths, &rule.command) {
             (Some(patterns), _) => (Some(index), Some(patterns.as_slice())),
             (None, Some(_)) => (None, Some(self.inside_cwd.as_slice())),
@@ -1163,115 +1229,15 @@ impl Policy {
             ),
             None => None,
         };
-        let inside = |p: &Option<PathBuf>| {
-            globs
-                .as_ref()
-                .is_none_or(|g| p.as_ref().is_some_and(|p| g.is_match(p)))
-        };
-        let bounds = if rule.paths.is_some() {
-            "the rule's `paths`"
-        } else {
-            "the session's cwd"
-        };
-        let outside = |p: &Option<PathBuf>| match p {
-            Some(p) => format!("{} is outside {bounds}", p.display()),
-            None => view
-                .unplaced
-                .unwrap_or("a path or working directory that cannot be known")
-                .to_owned(),
-        };
-        // Checks that only matter once the rule's command prefixes match.
-        let mut refusal: Option<String> = None;
-        match &globs {
-            // Every path must be inside what the rule allows; no path, no allow.
-            Some(_) if rule.paths.is_some() && view.call_paths.is_empty() => return Err(None),
-            Some(_) => {
-                if let Some(p) = view.call_paths.iter().find(|p| !inside(p)) {
-                    if rule.command.is_none() {
-                        return Err(None);
-                    }
-                    refusal = Some(outside(p));
-                }
-            }
-            // A rule that says nothing of paths never allows what only looks like one, nor a
-            // path that cannot be read.
-            None => {
-                if !view.unrecognised.is_empty() || view.call_paths.iter().any(Option::is_none) {
-                    return Err(None);
-                }
-            }
-        }
-        let (prefixes, command) = match (&rule.command, &view.command) {
-            (None, None) => return Ok(()),
-            // A call that carries a shell command is allowed only by a rule that checks it.
-            (None, Some(_)) | (Some(_), None) => return Err(None),
-            (Some(prefixes), Some(command)) => (prefixes, command),
-        };
-        let Ok(commands) = &command.analysed else {
-            return Err(None);
-        };
-        let mut granted = Vec::with_capacity(commands.len());
-        for c in commands {
-            let words = if c.implicit {
-                Some(vec![0])
+        Ok(Bounds {
+            globs,
+            what: if rule.paths.is_some() {
+                "the rule's `paths`"
             } else {
-                prefixes
-                    .iter()
-                    .filter_map(|p| prefix_match(&c.words, p))
-                    .max_by_key(Vec::len)
-            };
-            // A sub-command no prefix names: this rule is not about this call.
-            granted.push(words.ok_or(None)?);
-        }
-        if commands.is_empty() {
-            return Err(None);
-        }
-        let refuse =
-            |why: String| Err(Some(format!("rule `{}` would allow it but {why}", rule.id)));
-        if let Some(why) = refusal {
-            return refuse(why);
-        }
-        match &view.env {
-            Err(why) => return refuse(why.clone()),
-            Ok(names) => {
-                if let Some(name) = names.iter().find(|n| !rule.env.contains(n)) {
-                    return refuse(format!(
-                        "rawInput.env sets `{name}`, which its `env` does not list"
-                    ));
-                }
-            }
-        }
-        for (c, granted) in commands.iter().zip(&granted) {
-            if let Some(name) = c.env.iter().find(|n| !rule.env.contains(n)) {
-                return refuse(format!("`{name}=...` is not in its `env`"));
-            }
-            let named = |d: &&Danger| {
-                d.names
-                    .split(' ')
-                    .any(|n| rule.options.iter().any(|o| o == n))
-            };
-            if let Some(d) = c
-                .dangers
-                .iter()
-                .find(|d| !granted.contains(&d.index) && !named(d))
-            {
-                return refuse(format!(
-                    "`{}` in `{}` {} (grant it with `options = [\"{}\"]`)",
-                    d.word,
-                    c.words[0],
-                    d.effect,
-                    d.names.split(' ').next_back().unwrap_or_default()
-                ));
-            }
-            if let Some((_, p)) = c
-                .paths
-                .iter()
-                .find(|(i, p)| !granted.contains(i) && !inside(p))
-            {
-                return refuse(format!("`{}`: {}", c.words.join(" "), outside(p)));
-            }
-        }
-        Ok(())
+                "the session's cwd"
+            },
+            unplaced: view.unplaced,
+        })
     }
 
     /// The glob set of a rule's paths in a session. Values substituted for `${cwd}` and
@@ -1523,6 +1489,136 @@ fn loose_words(text: &str) -> Vec<Vec<String>> {
     })
     .filter(|words| !words.is_empty())
     .collect()
+}
+
+/// What an allow rule holds a call's paths to (see [`Policy::allow_bounds`]).
+struct Bounds {
+    /// `None`: the rule says nothing of paths, and any path is inside.
+    globs: Option<globset::GlobSet>,
+    /// The bounds as a refusal names them.
+    what: &'static str,
+    /// Why where the command runs cannot be placed, in the agent's dialect.
+    unplaced: Option<&'static str>,
+}
+
+impl Bounds {
+    /// Whether a path is inside (a path that cannot be placed never is, unless anything is).
+    fn contain(&self, p: &Option<PathBuf>) -> bool {
+        self.globs
+            .as_ref()
+            .is_none_or(|g| p.as_ref().is_some_and(|p| g.is_match(p)))
+    }
+
+    /// Why a path is not inside, for the refusal.
+    fn outside(&self, p: &Option<PathBuf>) -> String {
+        match p {
+            Some(p) => format!("{} is outside {}", p.display(), self.what),
+            None => self
+                .unplaced
+                .unwrap_or("a path or working directory that cannot be known")
+                .to_owned(),
+        }
+    }
+}
+
+/// The call's own paths held to an allow rule's bounds: `Err(None)` when the rule does not
+/// allow the call at all (a path outside a rule without a command, a rule with `paths` and a
+/// call without any, a rule without them and a path that cannot be read or only looks like
+/// one); `Ok(Some(why))` for a path outside a command rule's bounds, a refusal that matters
+/// only once its prefixes match.
+fn path_refusal(
+    rule: &Rule,
+    view: &View,
+    bounds: &Bounds,
+) -> Result<Option<String>, Option<String>> {
+    match &bounds.globs {
+        // Every path must be inside what the rule allows; no path, no allow.
+        Some(_) if rule.paths.is_some() && view.call_paths.is_empty() => Err(None),
+        Some(_) => match view.call_paths.iter().find(|p| !bounds.contain(p)) {
+            Some(_) if rule.command.is_none() => Err(None),
+            Some(p) => Ok(Some(bounds.outside(p))),
+            None => Ok(None),
+        },
+        // A rule that says nothing of paths never allows what only looks like one, nor a path
+        // that cannot be read.
+        None if !view.unrecognised.is_empty() || view.call_paths.iter().any(Option::is_none) => {
+            Err(None)
+        }
+        None => Ok(None),
+    }
+}
+
+/// The words each sub-command's matching prefix grants (the longest match; word 0 for a
+/// `cd DIR`, which needs no rule of its own). `Err(None)`: a sub-command no prefix names, or
+/// no sub-command at all, and the rule is not about this call.
+fn granted_words(
+    prefixes: &[Vec<Vec<String>>],
+    commands: &[Analysed],
+) -> Result<Vec<Vec<usize>>, Option<String>> {
+    let mut granted = Vec::with_capacity(commands.len());
+    for c in commands {
+        let words = if c.implicit {
+            Some(vec![0])
+        } else {
+            prefixes
+                .iter()
+                .filter_map(|p| prefix_match(&c.words, p))
+                .max_by_key(Vec::len)
+        };
+        granted.push(words.ok_or(None)?);
+    }
+    if commands.is_empty() {
+        return Err(None);
+    }
+    Ok(granted)
+}
+
+/// Why `rawInput.env` keeps a rule from allowing: it cannot be read, or sets a variable the
+/// rule's `env` does not list.
+fn env_refusal(rule: &Rule, env: &Result<Vec<String>, String>) -> Option<String> {
+    match env {
+        Err(why) => Some(why.clone()),
+        Ok(names) => names
+            .iter()
+            .find(|n| !rule.env.contains(n))
+            .map(|name| format!("rawInput.env sets `{name}`, which its `env` does not list")),
+    }
+}
+
+/// Why one sub-command keeps a rule from allowing, beyond the words its prefix `granted`: a
+/// `NAME=value` the rule's `env` does not list, a dangerous word its `options` do not grant, a
+/// path argument outside its bounds.
+fn sub_command_refusal(
+    rule: &Rule,
+    c: &Analysed,
+    granted: &[usize],
+    bounds: &Bounds,
+) -> Option<String> {
+    if let Some(name) = c.env.iter().find(|n| !rule.env.contains(n)) {
+        return Some(format!("`{name}=...` is not in its `env`"));
+    }
+    let named = |d: &&Danger| {
+        d.names
+            .split(' ')
+            .any(|n| rule.options.iter().any(|o| o == n))
+    };
+    if let Some(d) = c
+        .dangers
+        .iter()
+        .find(|d| !granted.contains(&d.index) && !named(d))
+    {
+        return Some(format!(
+            "`{}` in `{}` {} (grant it with `options = [\"{}\"]`)",
+            d.word,
+            c.words[0],
+            d.effect,
+            d.names.split(' ').next_back().unwrap_or_default()
+        ));
+    }
+    c.paths
+        .iter()
+        .find(|(i, p)| !granted.contains(i) && !bounds.contain(p))
+        .map(|(_, p)| format!("`{}`: {}", c.words.join(" "), bounds.outside(p)))
 }
 
 /// The indices of the words a rule's command prefix names, or `None` when it does not name

@@ -103,40 +103,39 @@ pub(crate) fn tool_call_paths(
     content: Option<&Value>,
     raw_input: Option<&Value>,
 ) -> RawPaths {
-    let mut out = RawPaths::default();
-    // Each path once, in the order first named; a set keeps this linear in the locations.
-    let mut seen = std::collections::HashSet::new();
-    let mut push = |out: &mut RawPaths, p: &str| {
-        if seen.insert(p.to_owned()) {
-            out.paths.push(p.to_owned());
-        }
-    };
+    let mut found = Found::default();
     for location in locations.and_then(Value::as_array).into_iter().flatten() {
         match location.get("path") {
-            Some(Value::String(p)) => push(&mut out, p),
-            Some(_) | None => out.unreadable.push("locations[].path".into()),
+            Some(Value::String(p)) => found.push(p),
+            Some(_) | None => found.out.unreadable.push("locations[].path".into()),
         }
     }
     for item in content.and_then(Value::as_array).into_iter().flatten() {
+        found.content_item(item);
+    }
+    found.raw_input(raw_input);
+    found.out
+}
+
+/// The paths of a tool call as [`tool_call_paths`] finds them.
+#[derive(Default)]
+struct Found {
+    out: RawPaths,
+    /// Each path once, in the order first named; a set keeps this linear in the locations.
+    seen: std::collections::HashSet<String>,
+}
+
+impl Found {
+    fn push(&mut self, p: &str) {
+        if self.seen.insert(p.to_owned()) {
+            self.out.paths.push(p.to_owned());
+        }
+    }
+
+    /// The paths of one item of the call's content.
+    fn content_item(&mut self, item: &Value) {
         match item.get("type").and_then(Value::as_str) {
-            // v1: the diff's `path`. v2: `changes[]` (`path`, and `oldPath` of a move or copy),
-            // and the file names in the optional `patch` text, which a client may render. Any
-            // other key that names a path (`oldPath` beside `path`, a custom field) counts too.
-            Some("diff") => {
-                let has_changes = item.get("changes").is_some();
-                match item.get("path") {
-                    Some(Value::String(p)) => push(&mut out, p),
-                    None if has_changes => {}
-                    _ => out.unreadable.push("content[].path".into()),
-                }
-                if has_changes {
-                    match diff_v2_paths(item) {
-                        Ok(paths) => paths.iter().for_each(|p| push(&mut out, p)),
-                        Err(key) => out.unreadable.push(key.into()),
-                    }
-                }
-                other_paths(item, DIFF_KEYS, "content[]", &mut out, &mut push);
-            }
+            Some("diff") => self.diff(item),
             // A resource shown with the call names a file too (`file:///etc/passwd`).
             Some("content") => {
                 let block = item.get("content");
@@ -147,57 +146,100 @@ pub(crate) fn tool_call_paths(
                 });
                 if let Some(uri) = uri {
                     match uri.as_str() {
-                        Some(uri) => push(&mut out, uri),
-                        None => out.unreadable.push("content[].content.uri".into()),
+                        Some(uri) => self.push(uri),
+                        None => self.out.unreadable.push("content[].content.uri".into()),
                     }
                 }
             }
             Some("resource_link") => match item.get("uri").and_then(Value::as_str) {
-                Some(uri) => push(&mut out, uri),
-                None => out.unreadable.push("content[].uri".into()),
+                Some(uri) => self.push(uri),
+                None => self.out.unreadable.push("content[].uri".into()),
             },
             // A terminal reference names a terminal, not a file.
             Some("terminal") => {}
             // A custom or future item (`_custom`, an unknown type) may name files anyhow.
-            _ => other_paths(item, &["type", "_meta"], "content[]", &mut out, &mut push),
+            _ => self.other_paths(item, &["type", "_meta"], "content[]"),
         }
     }
-    let input = match raw_input {
-        Some(Value::Object(input)) => input,
-        None | Some(Value::Null) => return out,
-        // A rawInput that is a bare string or list could be a path or anything: unreadable.
-        Some(_) => {
-            out.unreadable.push("rawInput".into());
-            return out;
+
+    /// A diff item. v1: the diff's `path`. v2: `changes[]` (`path`, and `oldPath` of a move or
+    /// copy), and the file names in the optional `patch` text, which a client may render. Any
+    /// other key that names a path (`oldPath` beside `path`, a custom field) counts too.
+    fn diff(&mut self, item: &Value) {
+        let has_changes = item.get("changes").is_some();
+        match item.get("path") {
+            Some(Value::String(p)) => self.push(p),
+            None if has_changes => {}
+            _ => self.out.unreadable.push("content[].path".into()),
         }
-    };
-    for (key, value) in input {
-        let known = PATH_KEYS.contains(&key.as_str()) || key == "paths";
+        if has_changes {
+            match diff_v2_paths(item) {
+                Ok(paths) => paths.iter().for_each(|p| self.push(p)),
+                Err(key) => self.out.unreadable.push(key.into()),
+            }
+        }
+        self.other_paths(item, DIFF_KEYS, "content[]");
+    }
+
+    /// The rawInput's path-like fields; a rawInput that is not an object (nor absent) is
+    /// unreadable.
+    fn raw_input(&mut self, raw_input: Option<&Value>) {
+        let input = match raw_input {
+            Some(Value::Object(input)) => input,
+            None | Some(Value::Null) => return,
+            // A rawInput that is a bare string or list could be a path or anything: unreadable.
+            Some(_) => {
+                self.out.unreadable.push("rawInput".into());
+                return;
+            }
+        };
+        for (key, value) in input {
+            self.input_field(key, value);
+        }
+    }
+
+    /// One field of the rawInput: its key when it is itself a path, the keys of a `changes`
+    /// map, and what its value names unless the key holds text ([`TEXT_KEYS`]).
+    fn input_field(&mut self, key: &str, value: &Value) {
+        let known = PATH_KEYS.contains(&key) || key == "paths";
         // A key that is itself a path (`{"/home/u/.bashrc": "x"}`) names it, as a value would.
         if looks_like_a_path(key) {
-            out.unrecognised.push(key.clone());
-            push(&mut out, key);
+            self.out.unrecognised.push(key.to_owned());
+            self.push(key);
         }
         if key == "changes" {
-            match value {
-                Value::Object(changes) => {
-                    for (p, change) in changes {
-                        push(&mut out, p);
-                        match change.get("move_path") {
-                            Some(Value::String(moved)) => push(&mut out, moved),
-                            None | Some(Value::Null) => {}
-                            Some(_) => out.unreadable.push("changes.move_path".into()),
-                        }
+            self.changes(key, value);
+            return;
+        }
+        if TEXT_KEYS.contains(&key) {
+            return;
+        }
+        self.input_value(key, value, known);
+    }
+
+    /// codex's `changes` map: each changed path, and where a change moves it.
+    fn changes(&mut self, key: &str, value: &Value) {
+        match value {
+            Value::Object(changes) => {
+                for (p, change) in changes {
+                    self.push(p);
+                    match change.get("move_path") {
+                        Some(Value::String(moved)) => self.push(moved),
+                        None | Some(Value::Null) => {}
+                        Some(_) => self.out.unreadable.push("changes.move_path".into()),
                     }
                 }
-                Value::Null => {}
-                _ => out.unreadable.push(key.clone()),
             }
-            continue;
+            Value::Null => {}
+            _ => self.out.unreadable.push(key.to_owned()),
         }
-        if TEXT_KEYS.contains(&key.as_str()) {
-            continue;
-        }
+    }
+
+    /// What the value of a rawInput field names: a string or a list of strings when the key
+    /// is `known`, is named like a path or one of them looks like one; otherwise the paths
+    /// nested in it, which an unreadable value (never allowed) keeps visible to deny rules and
+    /// guards.
+    fn input_value(&mut self, key: &str, value: &Value, known: bool) {
         let lower = key.to_ascii_lowercase();
         let named_like_a_path = PATH_KEY_FRAGMENTS.iter().any(|f| lower.contains(f));
         let strings: Option<Vec<&str>> = match value {
@@ -211,40 +253,60 @@ pub(crate) fn tool_call_paths(
                 let take =
                     known || named_like_a_path || strings.iter().any(|s| looks_like_a_path(s));
                 if !take {
-                    continue;
+                    return;
                 }
                 if !known {
-                    out.unrecognised.push(key.clone());
+                    self.out.unrecognised.push(key.to_owned());
                 }
                 for s in strings {
-                    push(&mut out, s);
+                    self.push(s);
                 }
             }
             None if known || named_like_a_path => {
                 // Never allowed; what it names inside is still seen by deny rules and guards
                 // (`{"roots": {"~/.ssh": {...}}}`).
-                out.unreadable.push(key.clone());
+                self.out.unreadable.push(key.to_owned());
                 let mut nested = Vec::new();
                 nested_paths(value, 0, true, &mut nested);
                 for s in nested {
-                    push(&mut out, s);
+                    self.push(s);
                 }
             }
             None => {
                 // A path one level down (`{"where": {"deep": "/etc/shadow"}}`) is still a path.
                 let mut nested = Vec::new();
                 if !nested_paths(value, 0, false, &mut nested) {
-                    out.unreadable.push(key.clone());
+                    self.out.unreadable.push(key.to_owned());
                 } else if !nested.is_empty() {
-                    out.unrecognised.push(key.clone());
+                    self.out.unrecognised.push(key.to_owned());
                     for s in nested {
-                        push(&mut out, s);
+                        self.push(s);
                     }
                 }
             }
         }
     }
-    out
+
+    /// The path-like strings of a content item's keys other than `skip` (see [`nested_paths`]).
+    fn other_paths(&mut self, item: &Value, skip: &[&str], what: &str) {
+        let Value::Object(fields) = item else {
+            return;
+        };
+        for (key, value) in fields {
+            if skip.contains(&key.as_str()) {
+                continue;
+            }
+            let mut nested = Vec::new();
+            if !field_paths(key, value, &mut nested) {
+                self.out.unreadable.push(format!("{what}.{key}"));
+                continue;
+            }
+            for p in nested {
+                self.out.unrecognised.push(format!("{what}.{key}"));
+                self.push(p);
+            }
+        }
+    }
 }
 
 /// The paths of a v2 diff item: each change's `path` and `oldPath`, and the file names of its
@@ -327,33 +389,6 @@ fn diff_v2_paths(item: &Value) -> Result<Vec<String>, &'static str> {
 const DIFF_KEYS: &[&str] = &[
     "type", "path", "oldText", "newText", "changes", "patch", "_meta",
 ];
-
-/// The path-like strings of a content item's keys other than `skip` (see [`nested_paths`]).
-fn other_paths(
-    item: &Value,
-    skip: &[&str],
-    what: &str,
-    out: &mut RawPaths,
-    push: &mut impl FnMut(&mut RawPaths, &str),
-) {
-    let Value::Object(fields) = item else {
-        return;
-    };
-    for (key, value) in fields {
-        if skip.contains(&key.as_str()) {
-            continue;
-        }
-        let mut nested = Vec::new();
-        if !field_paths(key, value, &mut nested) {
-            out.unreadable.push(format!("{what}.{key}"));
-            continue;
-        }
-        for p in nested {
-            out.unrecognised.push(format!("{what}.{key}"));
-            push(out, p);
-        }
-    }
-}
 
 /// The path-like strings of one field, read as [`nested_paths`] reads an object's fields.
 fn field_paths<'a>(key: &str, value: &'a Value, out: &mut Vec<&'a str>) -> bool {

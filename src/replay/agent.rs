@@ -790,13 +790,9 @@ impl<W: Write> Replayer<'_, W> {
             self.refuse(live, expected)?;
             return Ok(false);
         };
-        let history = match params.and_then(|p| p.get("replayFrom")) {
-            None | Some(Value::Null) => false,
-            Some(from) if from.get("type").and_then(Value::as_str) == Some("start") => true,
-            Some(from) => {
-                let why = format!(
-                    "acptap replay: a replay resumes from the start only (`replayFrom: {{\"type\": \"start\"}}`), not from {from}"
-                );
+        let history = match history_asked(params) {
+            Ok(history) => history,
+            Err(why) => {
                 say(&why);
                 return self
                     .reply(
@@ -808,36 +804,8 @@ impl<W: Write> Replayer<'_, W> {
             }
         };
         let script = self.script;
-        let opening = script.iter().enumerate().find_map(|(at, line)| {
-            let opens = line.direction == Direction::ClientToAgent
-                && line.message.kind == MessageKind::Request
-                && match line.message.method.as_deref() {
-                    Some("session/new") => answer_to(script, at).is_some_and(|answer| {
-                        answer.message.session_id() == Some(session.as_str())
-                    }),
-                    Some("session/load" | "session/resume") => {
-                        line.message.session_id() == Some(session.as_str())
-                    }
-                    _ => false,
-                };
-            opens.then_some((at, line))
-        });
-        if !self.gate.sessions.contains_key(&session) {
-            let cwd = |m: &Message| {
-                m.params()?
-                    .get("cwd")?
-                    .as_str()
-                    .map(|c| c.trim_end_matches('/').to_owned())
-            };
-            if let Some(recorded_cwd) = opening.and_then(|(_, line)| cwd(&line.message))
-                && let Some(live_cwd) = cwd(live)
-            {
-                self.gate.cwds.push((recorded_cwd, live_cwd));
-                self.gate
-                    .sessions
-                    .insert(session.clone(), self.gate.cwds.len() - 1);
-            }
-        }
+        let opening = recorded_opening(script, &session);
+        self.learn_resumed_cwd(&session, opening.map(|(_, line)| line), live);
         let stands_for_opening = opening.is_some_and(|(at, _)| at == waiting);
         if stands_for_opening && let Some(id) = &script[waiting].message.id {
             self.unsent_answers.insert(id.clone());
@@ -847,43 +815,8 @@ impl<W: Write> Replayer<'_, W> {
         } else {
             waiting
         };
-        // The conversation, not the states it went through (the current state follows it),
-        // nor the history the recorded agent replayed itself for a recorded resume or load.
-        let replayed_by_the_recording: Vec<std::ops::Range<usize>> = script
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| {
-                l.direction == Direction::ClientToAgent
-                    && matches!(
-                        l.message.method.as_deref(),
-                        Some("session/resume" | "session/load")
-                    )
-                    && l.message.session_id() == Some(session.as_str())
-            })
-            .map(|(at, _)| {
-                let end = answer_to(script, at).map_or(script.len(), |answer| {
-                    script.partition_point(|l| l.seq <= answer.seq)
-                });
-                at..end
-            })
-            .collect();
-        let updates: Vec<&ScriptLine> = if history {
-            script[..played]
-                .iter()
-                .enumerate()
-                .filter(|(at, l)| {
-                    l.direction == Direction::AgentToClient
-                        && l.message.kind == MessageKind::Notification
-                        && l.message.method.as_deref() == Some("session/update")
-                        && l.message.session_id() == Some(session.as_str())
-                        && l.message
-                            .params()
-                            .and_then(|p| p.pointer("/update/sessionUpdate"))
-                            != Some(&Value::from("state_update"))
-                        && !replayed_by_the_recording.iter().any(|r| r.contains(at))
-                })
-                .map(|(_, l)| l)
-                .collect()
+        let updates = if history {
+            resume_history(script, played, &session)
         } else {
             Vec::new()
         };
@@ -899,11 +832,45 @@ impl<W: Write> Replayer<'_, W> {
         for line in updates {
             self.emit(line, None)?;
         }
-        // v2 has the agent report the session's current state before it answers a resume.
+        self.answer_resume(&live_id, params, &session)?;
+        Ok(stands_for_opening)
+    }
+
+    /// Learns the cwd of a resumed session the gate does not know yet: the live resume's, for
+    /// the cwd of the session's recorded opening.
+    fn learn_resumed_cwd(&mut self, session: &str, opening: Option<&ScriptLine>, live: &Message) {
+        if self.gate.sessions.contains_key(session) {
+            return;
+        }
+        let cwd = |m: &Message| {
+            m.params()?
+                .get("cwd")?
+                .as_str()
+                .map(|c| c.trim_end_matches('/').to_owned())
+        };
+        if let Some(recorded_cwd) = opening.and_then(|line| cwd(&line.message))
+            && let Some(live_cwd) = cwd(live)
+        {
+            self.gate.cwds.push((recorded_cwd, live_cwd));
+            self.gate
+                .sessions
+                .insert(session.to_owned(), self.gate.cwds.len() - 1);
+        }
+    }
+
+    /// Answers a served resume: first the session's current state (v2 has the agent report it
+    /// before it answers a resume), then the recorded answer to a resume of the session, else
+    /// `{}` (v2's ResumeSessionResponse: every field optional).
+    fn answer_resume(
+        &mut self,
+        live_id: &str,
+        params: Option<&Value>,
+        session: &str,
+    ) -> Result<(), ReplayError> {
         let running = self
             .turn
             .as_ref()
-            .is_some_and(|t| t.recorded_session.as_deref() == Some(session.as_str()));
+            .is_some_and(|t| t.recorded_session.as_deref() == Some(session));
         let live_session = params
             .and_then(|p| p.get("sessionId"))
             .cloned()
@@ -912,19 +879,18 @@ impl<W: Write> Replayer<'_, W> {
             &live_session,
             json!({"sessionUpdate": "state_update", "state": if running { "running" } else { "idle" }}),
         )?;
+        let script = self.script;
         let recorded_answer = script.iter().enumerate().find_map(|(at, line)| {
             (line.direction == Direction::ClientToAgent
                 && line.message.method.as_deref() == Some("session/resume")
-                && line.message.session_id() == Some(session.as_str()))
+                && line.message.session_id() == Some(session))
             .then(|| answer_to(script, at))
             .flatten()
         });
         match recorded_answer {
-            Some(answer) => self.emit(answer, Some(&live_id))?,
-            // v2's ResumeSessionResponse: every field optional.
-            None => self.reply(&live_id, "result", json!({}))?,
+            Some(answer) => self.emit(answer, Some(live_id)),
+            None => self.reply(live_id, "result", json!({})),
         }
-        Ok(stands_for_opening)
     }
 
     /// Compares the live client's answer to a request of the replay with the recorded answer.
@@ -1148,6 +1114,84 @@ impl<W: Write> Replayer<'_, W> {
         }
         Ok(end)
     }
+}
+
+/// Whether a live `session/resume` asks for the session's history: `replayFrom` absent or
+/// `null` (no), `{"type": "start"}` (yes); `Err(why)` for any other point, which a replay
+/// cannot resume from.
+fn history_asked(params: Option<&Value>) -> Result<bool, String> {
+    match params.and_then(|p| p.get("replayFrom")) {
+        None | Some(Value::Null) => Ok(false),
+        Some(from) if from.get("type").and_then(Value::as_str) == Some("start") => Ok(true),
+        Some(from) => Err(format!(
+            "acptap replay: a replay resumes from the start only (`replayFrom: {{\"type\": \"start\"}}`), not from {from}"
+        )),
+    }
+}
+
+/// The request that opened a recorded session, and where: the client's `session/new` whose
+/// recorded answer names it, or a `session/load` or `session/resume` of it.
+fn recorded_opening<'s>(
+    script: &'s [ScriptLine],
+    session: &str,
+) -> Option<(usize, &'s ScriptLine)> {
+    script.iter().enumerate().find_map(|(at, line)| {
+        let opens = line.direction == Direction::ClientToAgent
+            && line.message.kind == MessageKind::Request
+            && match line.message.method.as_deref() {
+                Some("session/new") => answer_to(script, at)
+                    .is_some_and(|answer| answer.message.session_id() == Some(session)),
+                Some("session/load" | "session/resume") => {
+                    line.message.session_id() == Some(session)
+                }
+                _ => false,
+            };
+        opens.then_some((at, line))
+    })
+}
+
+/// The history a served resume sends: the session's recorded updates among the first `played`
+/// lines. The conversation, not the states it went through (the current state follows it),
+/// nor the history the recorded agent replayed itself for a recorded resume or load.
+fn resume_history<'s>(
+    script: &'s [ScriptLine],
+    played: usize,
+    session: &str,
+) -> Vec<&'s ScriptLine> {
+    let replayed_by_the_recording: Vec<std::ops::Range<usize>> = script
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            l.direction == Direction::ClientToAgent
+                && matches!(
+                    l.message.method.as_deref(),
+                    Some("session/resume" | "session/load")
+                )
+                && l.message.session_id() == Some(session)
+        })
+        .map(|(at, _)| {
+            let end = answer_to(script, at).map_or(script.len(), |answer| {
+                script.partition_point(|l| l.seq <= answer.seq)
+            });
+            at..end
+        })
+        .collect();
+    script[..played]
+        .iter()
+        .enumerate()
+        .filter(|(at, l)| {
+            l.direction == Direction::AgentToClient
+                && l.message.kind == MessageKind::Notification
+                && l.message.method.as_deref() == Some("session/update")
+                && l.message.session_id() == Some(session)
+                && l.message
+                    .params()
+                    .and_then(|p| p.pointer("/update/sessionUpdate"))
+                    != Some(&Value::from("state_update"))
+                && !replayed_by_the_recording.iter().any(|r| r.contains(at))
+        })
+        .map(|(_, l)| l)
+        .collect()
 }
 
 /// The recorded answer to the request at `request` (the first response of the other side with

@@ -99,19 +99,92 @@ pub fn render(
 ) -> Result<String> {
     let timeline = show::timeline_of_turns(reader, session, turns.clone())?;
     let all_turns = query::turns(reader, session)?;
-    // The size of a page as asked (a short last page keeps its neighbours' size).
-    let size = turns.end.saturating_sub(turns.start).max(1);
-    let first = turns.start.min(all_turns.len());
-    let end = turns.end.clamp(first, all_turns.len());
-    let whole = first == 0 && end == all_turns.len();
-    // The lines of this page: from the first turn's prompt (from the start on the first page)
-    // to the next page's first prompt.
-    let seqs = (if first == 0 {
-        0
-    } else {
-        all_turns.get(first).map_or(i64::MAX, |t| t.request_seq)
-    })..all_turns.get(end).map_or(i64::MAX, |t| t.request_seq);
-    let turns = &all_turns[first..end];
+    let span = PageSpan::new(turns, &all_turns);
+    let calls = calls_of_page(reader, session, &timeline, &all_turns, &span)?;
+    let permissions: Vec<PermissionRow> = query::permission_requests(reader, session)?
+        .into_iter()
+        .filter(|p| span.seqs.contains(&p.request_seq))
+        .collect();
+    // The raw lines of a large connection are most of a report: the first MAX_MESSAGE_ROWS are
+    // shown, and the rest are one `acptap export` away.
+    let messages = query::connection_messages(
+        reader,
+        session.connection_id,
+        span.seqs.clone(),
+        MAX_MESSAGE_ROWS,
+    )?;
+    let message_count =
+        query::connection_message_count(reader, session.connection_id, span.seqs.clone())?;
+    let (started_at, exit_signal) =
+        query::connection_start_and_signal(reader, session.connection_id)?;
+
+    let page = Page::new(session, &calls, &permissions, &messages);
+    let mut body = String::new();
+    page.header(
+        &mut body,
+        &timeline.session,
+        started_at,
+        exit_signal,
+        message_count,
+    );
+    page.filters(&mut body, &calls, &messages);
+    body.push_str("<main>\n");
+    let shown = page.timeline(
+        &mut body,
+        &timeline,
+        &all_turns[span.first..span.end],
+        &span,
+    );
+    page.outside(&mut body, &calls, &permissions, &shown);
+    page.messages(&mut body, &messages, message_count);
+    body.push_str("</main>\n");
+    Ok(document(session, &body))
+}
+
+/// Which of the session's turns a page shows, and the lines they span.
+struct PageSpan {
+    /// The turns shown, `first..end` of the session's (numbered from 0, clamped to those
+    /// recorded).
+    first: usize,
+    end: usize,
+    /// The size of a page as asked (a short last page keeps its neighbours' size).
+    size: usize,
+    /// Whether the page is the whole session (no page commands, every tool call).
+    whole: bool,
+    /// The lines of this page: from the first turn's prompt (from the start on the first page)
+    /// to the next page's first prompt.
+    seqs: std::ops::Range<i64>,
+}
+
+impl PageSpan {
+    fn new(asked: std::ops::Range<usize>, all_turns: &[query::Turn]) -> PageSpan {
+        let size = asked.end.saturating_sub(asked.start).max(1);
+        let first = asked.start.min(all_turns.len());
+        let end = asked.end.clamp(first, all_turns.len());
+        let seqs = (if first == 0 {
+            0
+        } else {
+            all_turns.get(first).map_or(i64::MAX, |t| t.request_seq)
+        })..all_turns.get(end).map_or(i64::MAX, |t| t.request_seq);
+        PageSpan {
+            first,
+            end,
+            size,
+            whole: first == 0 && end == all_turns.len(),
+            seqs,
+        }
+    }
+}
+
+/// The tool calls a page shows: those its timeline shows, and on the first page those outside
+/// any turn (all of them when the page is the whole session), in the order of the read.
+fn calls_of_page(
+    reader: &Reader,
+    session: &SessionRef,
+    timeline: &show::Timeline,
+    all_turns: &[query::Turn],
+    span: &PageSpan,
+) -> Result<Vec<ToolCallRow>> {
     let shown: HashSet<&str> = timeline
         .turns
         .iter()
@@ -127,124 +200,21 @@ pub fn render(
         session: Some(session.clone()),
         ..query::ToolFilter::default()
     };
-    // The calls this page shows, and on the first page those outside any turn.
     query::for_each_tool_call(reader, &filter, |call| {
-        let outside = first == 0
+        let outside = span.first == 0
             && call
                 .first_seq
                 .is_none_or(|seq| all_turns.first().is_none_or(|t| seq < t.request_seq));
-        if whole || outside || shown.contains(call.tool_call_id.as_str()) {
+        if span.whole || outside || shown.contains(call.tool_call_id.as_str()) {
             calls.push(call);
         }
     })?;
-    let permissions: Vec<PermissionRow> = query::permission_requests(reader, session)?
-        .into_iter()
-        .filter(|p| seqs.contains(&p.request_seq))
-        .collect();
-    let notes: HashMap<i64, PolicyRemark> = permissions
-        .iter()
-        .map(|p| {
-            (
-                p.request_seq,
-                PolicyRemark {
-                    decision: p.policy_decision.clone(),
-                    reason: p.policy_reason.clone(),
-                    shadow: p.policy_shadow,
-                },
-            )
-        })
-        .collect();
-    // The raw lines of a large connection are most of a report: the first MAX_MESSAGE_ROWS are
-    // shown, and the rest are one `acptap export` away.
-    let messages = query::connection_messages(
-        reader,
-        session.connection_id,
-        seqs.clone(),
-        MAX_MESSAGE_ROWS,
-    )?;
-    let message_count = query::connection_message_count(reader, session.connection_id, seqs)?;
-    let (started_at, exit_signal) =
-        query::connection_start_and_signal(reader, session.connection_id)?;
+    Ok(calls)
+}
 
-    let page = Page {
-        session,
-        call_anchor: calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.tool_call_id.clone(), i))
-            .collect(),
-        notes,
-        base_ts: messages.first().map(|m| m.ts).unwrap_or(0),
-    };
-
-    let mut body = String::new();
-    page.header(
-        &mut body,
-        &timeline.session,
-        started_at,
-        exit_signal,
-        message_count,
-    );
-    page.filters(&mut body, &calls, &messages);
-    body.push_str("<main>\n<section id=\"timeline\"><h2>Timeline</h2>\n");
-    if !whole {
-        page.pages(&mut body, first..end, size, timeline.total_turns);
-    }
-    let mut shown_calls = HashSet::new();
-    let mut shown_permissions = HashSet::new();
-    if !timeline.opening.is_empty() {
-        page.opening(
-            &mut body,
-            &timeline.opening,
-            &mut shown_calls,
-            &mut shown_permissions,
-        );
-    }
-    if timeline.turns.is_empty() {
-        body.push_str("<p class=\"empty\">No prompt turn was recorded.</p>\n");
-    }
-    for (view, turn) in timeline.turns.iter().zip(turns) {
-        page.turn(
-            &mut body,
-            view,
-            turn,
-            &mut shown_calls,
-            &mut shown_permissions,
-        );
-    }
-    if !whole {
-        page.pages(&mut body, first..end, size, timeline.total_turns);
-    }
-    body.push_str("</section>\n");
-
-    let loose_calls: Vec<&ToolCallRow> = calls
-        .iter()
-        .filter(|c| !shown_calls.contains(&c.tool_call_id))
-        .collect();
-    let loose_permissions: Vec<&PermissionRow> = permissions
-        .iter()
-        .filter(|p| !shown_permissions.contains(&p.request_seq))
-        .collect();
-    if !loose_calls.is_empty() || !loose_permissions.is_empty() {
-        body.push_str(
-            "<section id=\"outside\"><h2>Outside any prompt turn</h2>\n<div class=\"items\">\n",
-        );
-        for call in loose_calls {
-            page.tool_call(&mut body, call);
-        }
-        for request in loose_permissions {
-            let title = request
-                .tool_call_id
-                .as_ref()
-                .and_then(|id| calls.iter().find(|c| &c.tool_call_id == id))
-                .and_then(|c| c.title.clone());
-            page.permission(&mut body, title.as_deref(), request);
-        }
-        body.push_str("</div>\n</section>\n");
-    }
-    page.messages(&mut body, &messages, message_count);
-    body.push_str("</main>\n");
-
+/// The complete document around `body`: the head (the CSP with the hashes of the inline style
+/// and scripts, the style, the guard script), then the body, then the filter script.
+fn document(session: &SessionRef, body: &str) -> String {
     let mut out = String::with_capacity(body.len() + CSS.len() + FILTER_JS.len() + 1024);
     let _ = write!(
         out,
@@ -259,9 +229,17 @@ pub fn render(
         csp_hash(FILTER_JS),
         esc(&session.session_id),
     );
-    out.push_str(&body);
+    out.push_str(body);
     let _ = write!(out, "<script>{FILTER_JS}</script>\n</body>\n</html>\n");
-    Ok(out)
+    out
+}
+
+/// The tool calls and permission requests the timeline showed: the rest go to the section of
+/// what happened outside any turn.
+#[derive(Default)]
+struct Shown {
+    calls: HashSet<String>,
+    permissions: HashSet<i64>,
 }
 
 /// What the parts of the page share.
@@ -274,7 +252,112 @@ struct Page<'a> {
     base_ts: i64,
 }
 
-impl Page<'_> {
+impl<'a> Page<'a> {
+    /// What the parts of the page share, from the rows it shows: the tool calls' anchors, the
+    /// policy's remarks on the permission requests, the first message's time.
+    fn new(
+        session: &'a SessionRef,
+        calls: &[ToolCallRow],
+        permissions: &[PermissionRow],
+        messages: &[MessageRow],
+    ) -> Page<'a> {
+        Page {
+            session,
+            call_anchor: calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.tool_call_id.clone(), i))
+                .collect(),
+            notes: permissions
+                .iter()
+                .map(|p| {
+                    (
+                        p.request_seq,
+                        PolicyRemark {
+                            decision: p.policy_decision.clone(),
+                            reason: p.policy_reason.clone(),
+                            shadow: p.policy_shadow,
+                        },
+                    )
+                })
+                .collect(),
+            base_ts: messages.first().map(|m| m.ts).unwrap_or(0),
+        }
+    }
+
+    /// The timeline section: what came before the first turn, then the turns, between the
+    /// commands for the neighbouring pages on a page that is not the whole session. Returns
+    /// what it showed.
+    fn timeline(
+        &self,
+        out: &mut String,
+        timeline: &show::Timeline,
+        turns: &[query::Turn],
+        span: &PageSpan,
+    ) -> Shown {
+        out.push_str("<section id=\"timeline\"><h2>Timeline</h2>\n");
+        if !span.whole {
+            self.pages(out, span.first..span.end, span.size, timeline.total_turns);
+        }
+        let mut shown = Shown::default();
+        if !timeline.opening.is_empty() {
+            self.opening(
+                out,
+                &timeline.opening,
+                &mut shown.calls,
+                &mut shown.permissions,
+            );
+        }
+        if timeline.turns.is_empty() {
+            out.push_str("<p class=\"empty\">No prompt turn was recorded.</p>\n");
+        }
+        for (view, turn) in timeline.turns.iter().zip(turns) {
+            self.turn(out, view, turn, &mut shown.calls, &mut shown.permissions);
+        }
+        if !span.whole {
+            self.pages(out, span.first..span.end, span.size, timeline.total_turns);
+        }
+        out.push_str("</section>\n");
+        shown
+    }
+
+    /// The page's tool calls and permission requests that no turn showed (nothing when every
+    /// one was): each appears once on the page.
+    fn outside(
+        &self,
+        out: &mut String,
+        calls: &[ToolCallRow],
+        permissions: &[PermissionRow],
+        shown: &Shown,
+    ) {
+        let loose_calls: Vec<&ToolCallRow> = calls
+            .iter()
+            .filter(|c| !shown.calls.contains(&c.tool_call_id))
+            .collect();
+        let loose_permissions: Vec<&PermissionRow> = permissions
+            .iter()
+            .filter(|p| !shown.permissions.contains(&p.request_seq))
+            .collect();
+        if loose_calls.is_empty() && loose_permissions.is_empty() {
+            return;
+        }
+        out.push_str(
+            "<section id=\"outside\"><h2>Outside any prompt turn</h2>\n<div class=\"items\">\n",
+        );
+        for call in loose_calls {
+            self.tool_call(out, call);
+        }
+        for request in loose_permissions {
+            let title = request
+                .tool_call_id
+                .as_ref()
+                .and_then(|id| calls.iter().find(|c| &c.tool_call_id == id))
+                .and_then(|c| c.title.clone());
+            self.permission(out, title.as_deref(), request);
+        }
+        out.push_str("</div>\n</section>\n");
+    }
+
     /// Which turns this page shows (`shown`, from 0), and the commands for the pages of `size`
     /// turns before and after it (a short last page does not shorten the others).
     fn pages(&self, out: &mut String, shown: std::ops::Range<usize>, size: usize, total: usize) {
@@ -739,27 +822,6 @@ impl Page<'_> {
             .and_then(Value::as_array)
             .map(|a| a.iter().collect())
             .unwrap_or_default();
-        let option_name = |id: &str| {
-            options
-                .iter()
-                .find(|o| o.get("optionId").and_then(Value::as_str) == Some(id))
-                .and_then(|o| o.get("name").and_then(Value::as_str))
-                .map(str::to_owned)
-        };
-        let decision_class = match request.option_kind.as_deref() {
-            Some(k) if k.starts_with("allow") => "allow",
-            Some(k) if k.starts_with("reject") => "reject",
-            _ => "none",
-        };
-        let decision = match (&request.outcome, &request.option_id) {
-            (None, _) => "no answer".to_owned(),
-            (Some(outcome), None) => esc(outcome),
-            (Some(_), Some(id)) => format!(
-                "{} <span class=\"okind\">{}</span>",
-                esc(&option_name(id).unwrap_or_else(|| id.clone())),
-                esc(request.option_kind.as_deref().unwrap_or("?"))
-            ),
-        };
         let _ = write!(
             out,
             "<div class=\"row perm\" id=\"perm-{}\" data-tool-call-id=\"{}\" \
@@ -770,6 +832,33 @@ impl Page<'_> {
             esc(request.decided_by.as_deref().unwrap_or("")),
             esc(request.option_id.as_deref().unwrap_or("")),
         );
+        self.permission_line(out, title, request, &options);
+        // v2: what the agent says it asks, and about what.
+        if let Some(description) = &request.description {
+            let _ = writeln!(out, "<div class=\"meta\">{}</div>", esc(description));
+        }
+        if let Some(subject) = &request.subject_summary {
+            let _ = writeln!(
+                out,
+                "<div class=\"meta\">subject: <code>{}</code></div>",
+                esc(subject)
+            );
+        }
+        offered_options(out, request, &options);
+        self.policy_remark(out, request);
+        out.push_str("</div>\n");
+    }
+
+    /// The rest of a permission request's first line: what it is for (a link to its tool call
+    /// when the page shows it), the decision, who made it, by which rule, how long it took, and
+    /// a link to the request's line.
+    fn permission_line(
+        &self,
+        out: &mut String,
+        title: Option<&str>,
+        request: &PermissionRow,
+        options: &[&Value],
+    ) {
         let label = esc(show::permission_label(title, request));
         match request
             .tool_call_id
@@ -781,6 +870,7 @@ impl Page<'_> {
             }
             None => out.push_str(&label),
         }
+        let (decision_class, decision) = decision_html(request, options);
         let _ = write!(
             out,
             ": <span class=\"decision {decision_class}\">{decision}</span> · by <span \
@@ -798,34 +888,10 @@ impl Page<'_> {
             " · <a class=\"msglink\" href=\"#msg-{seq}\">request #{seq}</a></div>",
             seq = request.request_seq
         );
-        // v2: what the agent says it asks, and about what.
-        if let Some(description) = &request.description {
-            let _ = writeln!(out, "<div class=\"meta\">{}</div>", esc(description));
-        }
-        if let Some(subject) = &request.subject_summary {
-            let _ = writeln!(
-                out,
-                "<div class=\"meta\">subject: <code>{}</code></div>",
-                esc(subject)
-            );
-        }
-        out.push_str("<ul class=\"options\">");
-        for option in &options {
-            let field = |name: &str| option.get(name).and_then(Value::as_str).unwrap_or("");
-            let chosen = request.option_id.is_some()
-                && request.option_id.as_deref() == option.get("optionId").and_then(Value::as_str);
-            let _ = write!(
-                out,
-                "<li{}>{}<span class=\"oname\">{}</span> <span class=\"okind\">{}</span> \
-                 <code>{}</code></li>",
-                if chosen { " class=\"chosen\"" } else { "" },
-                if chosen { "✓ " } else { "" },
-                esc(field("name")),
-                esc(field("kind")),
-                esc(field("optionId")),
-            );
-        }
-        out.push_str("</ul>\n");
+    }
+
+    /// What the policy said about a permission request, when it decided or gave a reason.
+    fn policy_remark(&self, out: &mut String, request: &PermissionRow) {
         if let Some(note) = self.notes.get(&request.request_seq)
             && (note.decision.is_some() || note.reason.is_some())
         {
@@ -840,7 +906,6 @@ impl Page<'_> {
                 if note.shadow { " · shadow mode" } else { "" }
             );
         }
-        out.push_str("</div>\n");
     }
 
     fn messages(&self, out: &mut String, messages: &[MessageRow], total: i64) {
@@ -936,6 +1001,55 @@ impl Page<'_> {
         }
         out.push_str("</tbody>\n</table>\n</section>\n");
     }
+}
+
+/// A permission request's decision: its class (`allow`, `reject`, `none`, from the chosen
+/// option's kind) and its HTML: the chosen option's name and kind, the outcome without an
+/// option, or `no answer`.
+fn decision_html(request: &PermissionRow, options: &[&Value]) -> (&'static str, String) {
+    let option_name = |id: &str| {
+        options
+            .iter()
+            .find(|o| o.get("optionId").and_then(Value::as_str) == Some(id))
+            .and_then(|o| o.get("name").and_then(Value::as_str))
+            .map(str::to_owned)
+    };
+    let class = match request.option_kind.as_deref() {
+        Some(k) if k.starts_with("allow") => "allow",
+        Some(k) if k.starts_with("reject") => "reject",
+        _ => "none",
+    };
+    let html = match (&request.outcome, &request.option_id) {
+        (None, _) => "no answer".to_owned(),
+        (Some(outcome), None) => esc(outcome),
+        (Some(_), Some(id)) => format!(
+            "{} <span class=\"okind\">{}</span>",
+            esc(&option_name(id).unwrap_or_else(|| id.clone())),
+            esc(request.option_kind.as_deref().unwrap_or("?"))
+        ),
+    };
+    (class, html)
+}
+
+/// The options a permission request offered, the chosen one marked.
+fn offered_options(out: &mut String, request: &PermissionRow, options: &[&Value]) {
+    out.push_str("<ul class=\"options\">");
+    for option in options {
+        let field = |name: &str| option.get(name).and_then(Value::as_str).unwrap_or("");
+        let chosen = request.option_id.is_some()
+            && request.option_id.as_deref() == option.get("optionId").and_then(Value::as_str);
+        let _ = write!(
+            out,
+            "<li{}>{}<span class=\"oname\">{}</span> <span class=\"okind\">{}</span> \
+             <code>{}</code></li>",
+            if chosen { " class=\"chosen\"" } else { "" },
+            if chosen { "✓ " } else { "" },
+            esc(field("name")),
+            esc(field("kind")),
+            esc(field("optionId")),
+        );
+    }
+    out.push_str("</ul>\n");
 }
 
 /// A text as a `<pre>`; past [`TRUNCATE_AT`] bytes, its beginning with the whole in a `<details>`
