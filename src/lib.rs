@@ -60,7 +60,8 @@ mod layering {
         ("terminal", &[]),
         ("policy", &["protocol"]),
         ("record", &["protocol"]),
-        // The read side names `record` for the schema's facts only (its version, the lock wait).
+        // The read side names `record` for the schema's facts only (its version, the lock wait,
+        // the store's error).
         ("query", &["protocol", "record", "terminal"]),
         ("proxy", &["policy", "protocol", "record"]),
         ("inspect", &["query", "protocol", "terminal"]),
