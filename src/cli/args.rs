@@ -80,6 +80,20 @@ pub(crate) enum Command {
     Policy(policy::PolicyArgs),
     /// Run a complete demo session (built-in client and agent) through the real proxy and show it.
     Demo(DemoArgs),
+    /// Print a completion script for a shell: `source <(acptap completions bash)`, or save it where
+    /// the shell looks (see docs/cli.md).
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `acptap man | man -l -`; with `--dir DIR`, write `acptap.1`
+    /// and a page per command (`acptap-run.1`, ...) into DIR, for `MANPATH`.
+    Man {
+        /// Write the pages into this directory instead of printing `acptap.1`.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// The built-in demo agent: speaks ACP on stdin/stdout (used by `acptap demo`).
     #[command(hide = true)]
     DemoAgent {

@@ -84,6 +84,13 @@ fn init_logging() {
 }
 
 pub(crate) fn run(cli: Cli) -> anyhow::Result<i32> {
+    // Made from the command line's own definition: they need no config file, so they work
+    // while one is broken.
+    match &cli.command {
+        Command::Completions { shell } => return commands::manual::completions(*shell),
+        Command::Man { dir } => return commands::manual::man(dir.as_deref()),
+        _ => {}
+    }
     let config = config::load(cli.config.as_deref())?;
     match cli.command {
         Command::Run(args) => commands::run::run(args, config),
@@ -115,6 +122,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Import(args) => commands::transfer::import(args, config),
         Command::Policy(args) => policy::run(args),
         Command::Demo(args) => Ok(crate::demo::run_demo(args.db)?),
+        Command::Completions { .. } | Command::Man { .. } => unreachable!("answered above"),
         Command::DemoAgent { altered } => {
             crate::demo::agent::run(std::io::stdin().lock(), std::io::stdout().lock(), altered)?;
             Ok(0)

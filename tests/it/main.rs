@@ -8,6 +8,7 @@ mod faults;
 mod hostile_output;
 mod inspect;
 mod lifecycle;
+mod manual;
 mod mcp;
 mod memory;
 mod otlp;

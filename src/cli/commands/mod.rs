@@ -3,6 +3,7 @@
 
 pub(super) mod check;
 pub(super) mod maintenance;
+pub(super) mod manual;
 pub(super) mod redact;
 pub(super) mod replay;
 pub(super) mod run;
