@@ -80,6 +80,10 @@ pub(crate) enum Command {
     Policy(policy::PolicyArgs),
     /// Run a complete demo session (built-in client and agent) through the real proxy and show it.
     Demo(DemoArgs),
+    /// Check the setup, one line per check with the fix for what is wrong: the config file, the
+    /// database (its directory, permissions, SQLite and schema versions), policies, agents, the
+    /// UI's port. Exit 1 when a check fails: `acptap doctor [--policy FILE] [-- AGENT...]`.
+    Doctor(DoctorArgs),
     /// Print a completion script for a shell: `source <(acptap completions bash)`, or save it where
     /// the shell looks (see docs/cli.md).
     Completions {
@@ -395,6 +399,29 @@ pub(crate) struct PruneArgs {
     /// Delete without asking (needed when stdin is not a terminal).
     #[arg(long)]
     pub yes: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// A policy file to load (repeatable); the config file's `policy` files are checked too.
+    #[arg(long = "policy", value_name = "FILE")]
+    pub policies: Vec<PathBuf>,
+    /// An agent command to look for on PATH, or a path to one (repeatable).
+    #[arg(long = "agent", value_name = "CMD")]
+    pub agents: Vec<String>,
+    /// A port on 127.0.0.1 that `acptap ui --port` would take, to try [default: none, as the UI
+    /// picks a free one]
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Print JSON: `{"checks":[{"name","ok","detail","fix"}...],"ok":bool}`.
+    #[arg(long)]
+    pub json: bool,
+    /// An agent command and its arguments, after `--` (as `acptap run` takes it): the command is
+    /// looked for.
+    #[arg(last = true, value_name = "AGENT")]
+    pub agent: Vec<String>,
 }
 
 #[derive(Debug, Args)]

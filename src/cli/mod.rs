@@ -89,6 +89,7 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<i32> {
     match &cli.command {
         Command::Completions { shell } => return commands::manual::completions(*shell),
         Command::Man { dir } => return commands::manual::man(dir.as_deref()),
+        Command::Doctor(args) => return commands::doctor::doctor(args, cli.config.as_deref()),
         _ => {}
     }
     let config = config::load(cli.config.as_deref())?;
@@ -122,7 +123,9 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Import(args) => commands::transfer::import(args, config),
         Command::Policy(args) => policy::run(args),
         Command::Demo(args) => Ok(crate::demo::run_demo(args.db)?),
-        Command::Completions { .. } | Command::Man { .. } => unreachable!("answered above"),
+        Command::Completions { .. } | Command::Man { .. } | Command::Doctor(_) => {
+            unreachable!("answered above")
+        }
         Command::DemoAgent { altered } => {
             crate::demo::agent::run(std::io::stdin().lock(), std::io::stdout().lock(), altered)?;
             Ok(0)

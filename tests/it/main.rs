@@ -4,6 +4,7 @@ mod check;
 mod cli_values;
 mod demo;
 mod differential;
+mod doctor;
 mod faults;
 mod hostile_output;
 mod inspect;

@@ -2,6 +2,7 @@
 //! and the config file, calls the library, and prints.
 
 pub(super) mod check;
+pub(super) mod doctor;
 pub(super) mod maintenance;
 pub(super) mod manual;
 pub(super) mod redact;
