@@ -509,7 +509,7 @@ pub(crate) fn check_session(reader: &Reader, args: CheckSession) -> Result<Value
         query::connection_lines(reader, session.connection_id)
             .map_err(QueryError::from)?
             .into_iter()
-            .filter_map(|l| Some((l.seq, Some(l.direction).filter(|d| d.is_protocol())?, l.raw)))
+            .filter_map(|l| Some((l.seq, l.direction.on_the_pipe()?, l.raw)))
             .collect();
     let outcome = crate::check::check(lines.iter().map(|(seq, direction, raw)| Line {
         seq: *seq,

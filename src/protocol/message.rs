@@ -42,9 +42,10 @@ impl Direction {
         }
     }
 
-    /// Whether the line is protocol (either way on the pipe), not the agent's stderr.
-    pub(crate) fn is_protocol(self) -> bool {
-        self != Direction::Stderr
+    /// The direction when the line is protocol (either way on the pipe); `None` for the agent's
+    /// stderr.
+    pub(crate) fn on_the_pipe(self) -> Option<Direction> {
+        (self != Direction::Stderr).then_some(self)
     }
 
     /// The direction a response to a request sent this way travels.

@@ -104,7 +104,7 @@ fn connection_version(reader: &Reader, connection_id: i64) -> query::Result<Opti
         query::connection_messages(reader, connection_id, 0..i64::MAX, OPENING_LINES)?
             .into_iter()
             .filter_map(|row| {
-                let direction = Some(row.direction).filter(|d| d.is_protocol())?;
+                let direction = row.direction.on_the_pipe()?;
                 Some(ScriptLine {
                     seq: row.seq,
                     ts: row.ts,

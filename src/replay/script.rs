@@ -25,7 +25,7 @@ pub(crate) fn load(reader: &Reader, connection_id: i64) -> query::Result<Vec<Scr
     Ok(query::connection_lines(reader, connection_id)?
         .into_iter()
         .filter_map(|line| {
-            let direction = Some(line.direction).filter(|d| d.is_protocol())?;
+            let direction = line.direction.on_the_pipe()?;
             Some(ScriptLine {
                 seq: line.seq,
                 ts: line.ts,

@@ -18,7 +18,7 @@ type Lines = Vec<(i64, Direction, Vec<u8>)>;
 fn recorded_lines(reader: &Reader, connection_id: i64) -> anyhow::Result<Lines> {
     Ok(query::connection_lines(reader, connection_id)?
         .into_iter()
-        .filter_map(|l| Some((l.seq, Some(l.direction).filter(|d| d.is_protocol())?, l.raw)))
+        .filter_map(|l| Some((l.seq, l.direction.on_the_pipe()?, l.raw)))
         .collect())
 }
 
@@ -30,7 +30,8 @@ fn transcript_lines(path: &std::path::Path) -> anyhow::Result<Lines> {
         .with_context(|| format!("{} is not a transcript", path.display()))?;
     let mut lines = Vec::new();
     for (i, record) in records.iter().enumerate() {
-        let Some(direction) = Direction::from_recorded(&record.dir).filter(|d| d.is_protocol())
+        let Some(direction) =
+            Direction::from_recorded(&record.dir).and_then(Direction::on_the_pipe)
         else {
             continue;
         };
