@@ -237,7 +237,7 @@ fn each_broken_transcript_gives_its_finding() {
     }
 }
 
-/// The JUnit file, read by a real consumer: Python's `junitparser` (installed by `.ci/run`
+/// The JUnit file, read by a real consumer: Python's `junitparser` (installed by `scripts/test.sh`
 /// beside Phoenix). A suite per conversation, a case per rule, failures where findings are.
 #[test]
 fn the_junit_file_is_read_by_junitparser() {
@@ -257,11 +257,7 @@ fn the_junit_file_is_read_by_junitparser() {
         junit.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(1));
-    let python = std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
-        .join(".cache/acptap-ci/venv/bin/python");
-    let python = std::env::var_os("ACPTAP_PHOENIX")
-        .map(|p| std::path::PathBuf::from(p).with_file_name("python"))
-        .unwrap_or(python);
+    let python = crate::tools::python();
     let read = std::process::Command::new(&python)
         .args([
             "-c",
@@ -281,7 +277,7 @@ print(json.dumps(suites))
         ])
         .arg(&junit)
         .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (bash .ci/run installs it)", python.display()));
+        .unwrap_or_else(|e| panic!("{}: {e} (scripts/test.sh installs it)", python.display()));
     assert!(
         read.status.success(),
         "junitparser could not read it: {}",

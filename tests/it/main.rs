@@ -31,6 +31,7 @@ mod sdk;
 mod spans;
 mod streams;
 mod terminal;
+mod tools;
 mod trace;
 mod transcripts;
 mod ui;

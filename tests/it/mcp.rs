@@ -1,5 +1,5 @@
 //! `acptap mcp` from outside, with a client nobody here wrote: the official Python MCP SDK
-//! (tests/mcp/client.py, `pip install mcp` by .ci/run) starts the server over stdio,
+//! (tests/mcp/client.py, installed by scripts/test.sh) starts the server over stdio,
 //! initializes, lists the tools and resources, and calls every tool against a database of the
 //! shared samples (one recorded through `acptap run --policy`); the answers are checked against
 //! what `acptap show --json`, `sessions --json`, `check --json` and `export` say. Bad input gets
@@ -15,12 +15,7 @@ use crate::util::{
 
 /// Runs the SDK client with `calls`; returns its report.
 fn client(sb: &Sandbox, calls: &[Value]) -> Value {
-    let python = std::env::var_os("ACPTAP_PHOENIX")
-        .map(|p| std::path::PathBuf::from(p).with_file_name("python"))
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
-                .join(".cache/acptap-ci/venv/bin/python")
-        });
+    let python = crate::tools::python();
     let out = Command::new(&python)
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py"))
         .arg(acptap_bin())
@@ -32,7 +27,7 @@ fn client(sb: &Sandbox, calls: &[Value]) -> Value {
         })
         .current_dir(sb.dir.path())
         .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (bash .ci/run installs it)", python.display()));
+        .unwrap_or_else(|e| panic!("{}: {e} (scripts/test.sh installs it)", python.display()));
     assert!(
         out.status.success(),
         "the MCP client failed: {}",

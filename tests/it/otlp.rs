@@ -1,12 +1,11 @@
 //! `acptap export --format otlp` against a real trace backend: Arize Phoenix (`pip install
-//! arize-phoenix`, installed by `.ci/run` into a virtual environment), started by the test on
+//! arize-phoenix`, installed by `scripts/test.sh` into a virtual environment), started by the test on
 //! free ports. Every sample is imported and sent; the spans are read back over Phoenix's REST API
 //! and checked against the recording: every tool call, every permission decision with its
 //! decider, the parent of each span, the session id. A second send gives the same ids.
 
 use std::collections::HashMap;
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,16 +24,6 @@ use crate::util::{
     ClientPlayer, SAMPLES, Sandbox, eventually, example_bin, finish, fixture, load_transcript,
     play_sample,
 };
-
-/// The `phoenix` command: `ACPTAP_PHOENIX`, else where `.ci/run` installs it.
-fn phoenix_bin() -> PathBuf {
-    std::env::var_os("ACPTAP_PHOENIX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/acptap-ci/venv/bin/phoenix")
-        })
-}
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -60,14 +49,7 @@ impl Drop for Phoenix {
 
 impl Phoenix {
     fn start() -> Phoenix {
-        let bin = phoenix_bin();
-        assert!(
-            bin.exists(),
-            "{} is missing: the OTLP tests send spans to Arize Phoenix; install it with \
-             `python3 -m venv ~/.cache/acptap-ci/venv && ~/.cache/acptap-ci/venv/bin/pip install \
-             arize-phoenix` (bash .ci/run does), or point ACPTAP_PHOENIX at its `phoenix`",
-            bin.display()
-        );
+        let bin = crate::tools::phoenix();
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let child = Command::new(&bin)
@@ -97,7 +79,7 @@ impl Phoenix {
     /// GET a path of Phoenix's REST API as JSON, with the virtual environment's Python (no HTTP
     /// client in the test's dependencies).
     fn get(&self, path: &str) -> Option<Value> {
-        let python = phoenix_bin().with_file_name("python");
+        let python = crate::tools::python();
         let out = Command::new(python)
             .args([
                 "-c",
@@ -614,7 +596,7 @@ fn a_collector_answering_without_end_costs_no_memory() {
             });
         }
     });
-    let python = phoenix_bin().with_file_name("python");
+    let python = crate::tools::python();
     let out = Command::new(python)
         .args([
             "-c",

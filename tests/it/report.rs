@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 
 use crate::util::{SAMPLES, Sandbox, fixture, import_hostile_session, import_lines, update};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
 /// A page loads in about a second; this only bounds a hang.
 const CHROMIUM_LIMIT: Duration = Duration::from_secs(30);
 
@@ -37,16 +36,11 @@ struct Loaded {
 
 /// Loads `page` (plus a URL fragment) in headless Chromium and dumps the DOM after scripts ran.
 fn load_in_chromium(page: &Path, fragment: &str) -> Loaded {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: the report tests load the page in headless Chromium; install the \
-         Debian package `chromium` (apt-get install -y chromium)"
-    );
     let profile = tempfile::tempdir().unwrap();
     // Files, not pipes: the output is read once Chromium has exited.
     let stdout = profile.path().join("dom.html");
     let stderr = profile.path().join("stderr.txt");
-    let mut child = Command::new(CHROMIUM)
+    let mut child = Command::new(crate::tools::chromium())
         .args([
             "--headless",
             "--no-sandbox",

