@@ -5,7 +5,9 @@
 #
 #   Python tools  $ACPTAP_TOOLS/venv   Arize Phoenix (the OTLP export's trace backend), the
 #                                      official MCP SDK (the `acptap mcp` client), junitparser
-#                                      (reads check's JUnit), websockets (drives Chromium)
+#                                      (reads check's JUnit), websockets (drives Chromium),
+#                                      lupa (LuaJIT) and sexpdata (Emacs Lisp) read the editor
+#                                      snippets of docs/editors.md
 #   acpx          $ACPTAP_TOOLS/acpx   a real ACP client, with its own Node.js from the npm registry
 #   Chromium      $ACPTAP_CHROMIUM or on PATH; installed with apt-get when run as root, else this
 #                 script says what to run and stops: no test is skipped for want of it.
@@ -31,7 +33,7 @@ apt_install() {
 }
 
 # --- the Python tools, pinned; a stamp file says which set the venv holds --------------------
-python_tools=(arize-phoenix==20.26.1 junitparser==5.0.3 websockets==17.4 mcp==2.3.0)
+python_tools=(arize-phoenix==20.26.1 junitparser==5.0.3 websockets==17.4 mcp==2.3.0 lupa==2.8 sexpdata==1.0.2)
 venv="$ACPTAP_TOOLS/venv"
 if [ "$(cat "$venv/.acptap-tools" 2>/dev/null)" != "${python_tools[*]}" ] ||
   ! [ -x "$venv/bin/phoenix" ]; then

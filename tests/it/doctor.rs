@@ -24,6 +24,7 @@ fn doctor(sb: &Sandbox, db: &Path, args: &[&str]) -> Output {
         .args(args)
         .env("ACPTAP_DB", db)
         .env("XDG_CONFIG_HOME", sb.dir.path())
+        .env("HOME", sb.path("home"))
         .env_remove("ACPTAP_CONFIG")
         .output()
         .expect("run acptap doctor")
@@ -205,4 +206,82 @@ fn a_port_in_use() {
         "ui port",
         "another --port",
     );
+}
+
+/// The agents of the editor configurations doctor knows, each read as its editor reads it: one
+/// recorded through acptap (ok, with its label), one not (ok, saying how), acptap's arguments
+/// mistyped, a missing agent behind `--`, a file that is not JSON; each failure names its file.
+#[test]
+fn editor_configs_agents() {
+    let sb = Sandbox::new();
+    let db = sb.db();
+    let home = sb.path("home");
+    let acptap = acptap_bin();
+    let acptap = acptap.to_str().unwrap();
+    let write = |path: &Path, text: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    // Zed's settings hold comments and trailing commas.
+    write(
+        &sb.path("zed/settings.json"),
+        &format!(
+            r#"{{
+  // agents
+  "agent_servers": {{
+    "Recorded": {{ "type": "custom", "command": "{acptap}",
+                  "args": ["run", "--label", "zed", "--", "sh", "-c", "cat"], }},
+    "Plain": {{ "type": "custom", "command": "sh", "args": [] }},
+  }},
+}}"#
+        ),
+    );
+    write(
+        &home.join(".jetbrains/acp.json"),
+        &format!(
+            r#"{{"agent_servers": {{"Typo": {{"command": "{acptap}", "args": ["run", "--lable", "jb", "--", "sh"]}}}}}}"#
+        ),
+    );
+    write(
+        &home.join(".acpx/config.json"),
+        &format!(
+            r#"{{"agents": {{"gone": {{"argv": ["{acptap}", "run", "--", "acptap-no-such-agent-xyz"]}}}}}}"#
+        ),
+    );
+    write(&sb.path("Code/User/settings.json"), "{ \"acp.agents\": ");
+
+    let out = doctor(&sb, &db, &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let recorded = line(&text, "zed agent \"Recorded\"");
+    assert!(
+        recorded.starts_with("ok") && recorded.contains("label zed") && recorded.contains("/sh"),
+        "{recorded}"
+    );
+    let plain = line(&text, "zed agent \"Plain\"");
+    assert!(
+        plain.starts_with("ok") && plain.contains("not recorded: put `acptap run --label zed --`"),
+        "{plain}"
+    );
+    let typo = line(&text, "jetbrains agent \"Typo\"");
+    assert!(
+        typo.starts_with("FAIL")
+            && typo.contains("--lable")
+            && typo.contains(".jetbrains/acp.json"),
+        "{typo}"
+    );
+    let gone = line(&text, "acpx agent \"gone\"");
+    assert!(
+        gone.starts_with("FAIL")
+            && gone.contains("the agent behind acptap")
+            && gone.contains("acptap-no-such-agent-xyz")
+            && gone.contains(".acpx/config.json, after `--`"),
+        "{gone}"
+    );
+    let vscode = line(&text, "vscode config");
+    assert!(
+        vscode.starts_with("FAIL") && vscode.contains("Code/User/settings.json: not JSON"),
+        "{vscode}"
+    );
+    assert_json_agrees(&sb, &db, &[], &text);
 }

@@ -5,6 +5,7 @@ mod cli_values;
 mod demo;
 mod differential;
 mod doctor;
+mod editors;
 mod faults;
 mod hostile_output;
 mod inspect;

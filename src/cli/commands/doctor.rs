@@ -1,6 +1,7 @@
 //! `acptap doctor`: what a user asks when something is off. One check per line, each `ok` or
 //! what is wrong and the fix: the config file, the database (its place, its directory, its
-//! permissions, SQLite's version, the schema's), the policies, the agents and the UI's port.
+//! permissions, SQLite's version, the schema's), the policies, the agents (given, and those in
+//! the editor configurations it knows: `editor_configs`) and the UI's port.
 //!
 //! It never fails on what it checks: a broken config file is reported and the rest runs with the
 //! defaults. Exit 0 when every check is ok, 1 when one is not.
@@ -10,10 +11,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use clap::Parser;
 use serde::Serialize;
 
-use super::super::{DoctorArgs, config, print, print_json};
+use super::super::{Cli, Command, DoctorArgs, config, print, print_json};
 use crate::record::store::{schema_version, schema_version_of};
+
+mod editor_configs;
 
 /// One check's verdict.
 #[derive(Debug, Serialize)]
@@ -62,6 +66,7 @@ pub(in crate::cli) fn doctor(
     checks.extend(policies.iter().map(|p| check_policy(p)));
     let agents = args.agents.iter().chain(args.agent.first());
     checks.extend(agents.map(|a| check_agent(a)));
+    checks.extend(check_editor_agents());
     checks.push(check_port(args.port));
 
     let all_ok = checks.iter().all(|c| c.ok);
@@ -339,7 +344,7 @@ fn check_agent(command: &str) -> Check {
     if command.contains('/') {
         let path = Path::new(command);
         return if executable(path) {
-            Check::ok(name, format!("{command} is executable"))
+            Check::ok(name, command)
         } else if path.is_file() {
             Check::bad(
                 name,
@@ -382,6 +387,111 @@ fn check_agent(command: &str) -> Check {
             format!("install `{command}`, add its directory to PATH, or give its full path"),
         ),
     }
+}
+
+/// The agents in the editor configurations acptap knows (docs/editors.md), and the files among
+/// them that exist but cannot be read.
+fn check_editor_agents() -> Vec<Check> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return Vec::new();
+    };
+    let config_home = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".config"));
+    let (agents, unreadable) = editor_configs::read(&home, &config_home);
+    let mut checks: Vec<Check> = unreadable
+        .into_iter()
+        .map(|u| {
+            let file = u.file.display();
+            Check::bad(
+                format!("{} config", u.editor),
+                format!("{file}: {}", u.error),
+                format!("fix {file}: the editor cannot read its agents from it either"),
+            )
+        })
+        .collect();
+    checks.extend(agents.iter().map(check_editor_agent));
+    checks
+}
+
+/// One editor's agent: its command; when that is acptap, acptap's own arguments (parsed as
+/// `acptap` will parse them) and the agent after `--`. An agent not behind acptap is fine, and
+/// the line says how to record it.
+fn check_editor_agent(agent: &editor_configs::EditorAgent) -> Check {
+    let name = format!("{} agent {:?}", agent.editor, agent.name);
+    let file = agent.file.display();
+    let Some((program, args)) = agent.argv.split_first() else {
+        return Check::bad(
+            name,
+            format!("{file} gives it no command"),
+            format!("give it a command in {file} (docs/editors.md shows each editor's form)"),
+        );
+    };
+    let found = check_agent(program);
+    if !found.ok {
+        return Check { name, ..found };
+    }
+    if Path::new(program).file_name() != Some("acptap".as_ref()) {
+        return Check::ok(
+            name,
+            format!(
+                "{program} is {}; not recorded: put `acptap run --label {} --` before it (docs/editors.md)",
+                found.detail, agent.editor
+            ),
+        );
+    }
+    let parsed =
+        Cli::try_parse_from(std::iter::once("acptap").chain(args.iter().map(String::as_str)));
+    let run = match parsed {
+        Ok(Cli {
+            command: Command::Run(run),
+            ..
+        }) => run,
+        Ok(_) => {
+            return Check::ok(
+                name,
+                format!(
+                    "{program} is {}; it does not record (not `acptap run`)",
+                    found.detail
+                ),
+            );
+        }
+        Err(e) => {
+            let said = e.to_string();
+            let first = said
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ");
+            return Check::bad(
+                name,
+                format!("acptap's arguments in {file} do not parse: {first}"),
+                format!(
+                    "correct them in {file}: `acptap run [OPTIONS] -- AGENT [ARGS...]` (`acptap run --help`)"
+                ),
+            );
+        }
+    };
+    let inner = check_agent(&run.agent[0]);
+    if !inner.ok {
+        return Check {
+            name,
+            ok: false,
+            detail: format!("the agent behind acptap: {}", inner.detail),
+            fix: inner
+                .fix
+                .map(|fix| format!("{fix} (in {file}, after `--`)")),
+        };
+    }
+    let label = run.label.as_deref().unwrap_or("none");
+    Check::ok(
+        name,
+        format!(
+            "recorded by {} (label {label}); the agent {} is {}",
+            found.detail, run.agent[0], inner.detail
+        ),
+    )
 }
 
 /// The UI's port on 127.0.0.1 can be bound; without `--port` the UI takes a free one.
