@@ -209,7 +209,8 @@ fn a_port_in_use() {
 }
 
 /// The agents of the editor configurations doctor knows, each read as its editor reads it: one
-/// recorded through acptap (ok, with its label), one not (ok, saying how), acptap's arguments
+/// recorded through acptap (ok, with its label), one not and one Zed fetches itself (ok, saying
+/// how to record them), acptap's arguments
 /// mistyped, a missing agent behind `--`, a file that is not JSON; each failure names its file.
 #[test]
 fn editor_configs_agents() {
@@ -232,6 +233,7 @@ fn editor_configs_agents() {
     "Recorded": {{ "type": "custom", "command": "{acptap}",
                   "args": ["run", "--label", "zed", "--", "sh", "-c", "cat"], }},
     "Plain": {{ "type": "custom", "command": "sh", "args": [] }},
+    "gemini": {{ "type": "registry" }}, /* Zed fetches it */
   }},
 }}"#
         ),
@@ -262,6 +264,11 @@ fn editor_configs_agents() {
     assert!(
         plain.starts_with("ok") && plain.contains("not recorded: put `acptap run --label zed --`"),
         "{plain}"
+    );
+    let registry = line(&text, "zed agent \"gemini\"");
+    assert!(
+        registry.starts_with("ok") && registry.contains("a Zed registry agent"),
+        "{registry}"
     );
     let typo = line(&text, "jetbrains agent \"Typo\"");
     assert!(

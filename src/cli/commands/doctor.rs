@@ -421,13 +421,26 @@ fn check_editor_agents() -> Vec<Check> {
 fn check_editor_agent(agent: &editor_configs::EditorAgent) -> Check {
     let name = format!("{} agent {:?}", agent.editor, agent.name);
     let file = agent.file.display();
-    let Some((program, args)) = agent.argv.split_first() else {
-        return Check::bad(
-            name,
-            format!("{file} gives it no command"),
-            format!("give it a command in {file} (docs/editors.md shows each editor's form)"),
-        );
+    let argv = match &agent.launch {
+        editor_configs::Launch::Command(argv) if !argv.is_empty() => argv,
+        editor_configs::Launch::ByEditor(what) => {
+            return Check::ok(
+                name,
+                format!(
+                    "{what}, which the editor starts itself; not recorded: to record it, add an agent that runs it through `acptap run --label {} --` (docs/editors.md)",
+                    agent.editor
+                ),
+            );
+        }
+        _ => {
+            return Check::bad(
+                name,
+                format!("{file} gives it no command"),
+                format!("give it a command in {file} (docs/editors.md shows each editor's form)"),
+            );
+        }
     };
+    let (program, args) = argv.split_first().expect("not empty");
     let found = check_agent(program);
     if !found.ok {
         return Check { name, ..found };

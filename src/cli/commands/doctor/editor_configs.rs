@@ -11,8 +11,19 @@ pub(super) struct EditorAgent {
     pub editor: &'static str,
     pub file: PathBuf,
     pub name: String,
-    /// The program first, as the editor starts it (empty when the entry names none).
-    pub argv: Vec<String>,
+    pub launch: Launch,
+}
+
+/// How the editor starts an agent.
+#[derive(Debug)]
+pub(super) enum Launch {
+    /// This argv, the program first.
+    Command(Vec<String>),
+    /// The editor fetches and starts it itself (Zed's registry, extension and built-in agents):
+    /// what it is.
+    ByEditor(String),
+    /// The entry names no command the editor could start.
+    Missing,
 }
 
 /// A configuration file that exists and could not be read: the editor will not see its agents
@@ -30,7 +41,7 @@ struct Known {
     file: PathBuf,
     /// The object whose keys are agent names.
     agents_at: &'static [&'static str],
-    entry: fn(&Value) -> Option<Vec<String>>,
+    entry: fn(&Value) -> Launch,
 }
 
 /// The files, under `home` and `config_home` (`$XDG_CONFIG_HOME`, else `~/.config`).
@@ -40,7 +51,7 @@ fn known(home: &Path, config_home: &Path) -> Vec<Known> {
             editor: "zed",
             file: config_home.join("zed/settings.json"),
             agents_at: &["agent_servers"],
-            entry: command_and_args,
+            entry: zed_entry,
         },
         Known {
             editor: "jetbrains",
@@ -101,15 +112,29 @@ pub(super) fn read(home: &Path, config_home: &Path) -> (Vec<EditorAgent>, Vec<Un
                 editor: known.editor,
                 file: known.file.clone(),
                 name: name.clone(),
-                argv: (known.entry)(entry).unwrap_or_default(),
+                launch: (known.entry)(entry),
             });
         }
     }
     (agents, unreadable)
 }
 
-/// Zed, JetBrains, VS Code: `{"command": PROGRAM, "args": [...]}`.
-fn command_and_args(entry: &Value) -> Option<Vec<String>> {
+/// JetBrains, VS Code: `{"command": PROGRAM, "args": [...]}`.
+fn command_and_args(entry: &Value) -> Launch {
+    argv_of_command(entry).map_or(Launch::Missing, Launch::Command)
+}
+
+/// Zed: `{"type": "custom", "command": PROGRAM, "args": [...]}`; a `registry` or `extension`
+/// agent, or a built-in one given no command, Zed fetches and starts itself.
+fn zed_entry(entry: &Value) -> Launch {
+    match entry.get("type").and_then(Value::as_str) {
+        Some(kind @ ("registry" | "extension")) => Launch::ByEditor(format!("a Zed {kind} agent")),
+        _ if entry.get("command").is_none() => Launch::ByEditor("a Zed built-in agent".into()),
+        _ => command_and_args(entry),
+    }
+}
+
+fn argv_of_command(entry: &Value) -> Option<Vec<String>> {
     let mut argv = vec![entry.get("command")?.as_str()?.to_owned()];
     if let Some(args) = entry.get("args").and_then(Value::as_array) {
         argv.extend(
@@ -122,7 +147,11 @@ fn command_and_args(entry: &Value) -> Option<Vec<String>> {
 
 /// acpx: `{"argv": [...]}`, or `{"command": PROGRAM, "args": [...]}`, or a raw `{"command":
 /// "PROGRAM ARGS..."}` that acpx splits on spaces and quotes.
-fn acpx_entry(entry: &Value) -> Option<Vec<String>> {
+fn acpx_entry(entry: &Value) -> Launch {
+    acpx_argv(entry).map_or(Launch::Missing, Launch::Command)
+}
+
+fn acpx_argv(entry: &Value) -> Option<Vec<String>> {
     if let Some(argv) = entry.get("argv").and_then(Value::as_array) {
         return Some(
             argv.iter()
@@ -131,7 +160,7 @@ fn acpx_entry(entry: &Value) -> Option<Vec<String>> {
         );
     }
     if entry.get("args").is_some() {
-        return command_and_args(entry);
+        return argv_of_command(entry);
     }
     let raw = entry.get("command")?.as_str()?;
     match crate::policy::shell::analyse(raw).ok()?.as_slice() {
@@ -232,7 +261,7 @@ mod tests {
 
     #[test]
     fn acpx_entries_in_their_three_forms() {
-        let argv = |v: Value| acpx_entry(&v);
+        let argv = |v: Value| acpx_argv(&v);
         assert_eq!(
             argv(serde_json::json!({"argv": ["acptap", "run", "--", "x y"]})),
             Some(vec![
