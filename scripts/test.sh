@@ -49,7 +49,8 @@ if [ "$(cat "$venv/.acptap-tools" 2>/dev/null)" != "${python_tools[*]}" ] ||
     fi
   fi
   say "installing ${python_tools[*]} into $venv (a few minutes, once)"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "${python_tools[@]}"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "${python_tools[@]}" ||
+    stop "pip could not install ${python_tools[*]} (its error is above); behind a proxy with its own certificate authority, set PIP_CERT or SSL_CERT_FILE to its bundle"
   printf '%s' "${python_tools[*]}" >"$venv/.acptap-tools"
 fi
 
@@ -69,8 +70,10 @@ if [ "$(cat "$acpx_dir/.acptap-tools" 2>/dev/null)" != "${node_tools[*]}" ] ||
   else
     # No npm here: fetch Node.js and npm themselves from the npm registry (plain tarballs).
     boot="$ACPTAP_TOOLS/node-bootstrap"
-    say "no npm on PATH: fetching Node.js and npm from $registry into $boot"
-    python3 - "$registry" "$boot" "$node_package" 22.23.3 npm 10.9.2 <<'PY'
+    npm=("$boot/$node_package/package/bin/node" "$boot/npm/package/bin/npm-cli.js")
+    if ! [ -x "${npm[0]}" ] || ! [ -f "${npm[1]}" ]; then
+      say "no npm on PATH: fetching Node.js and npm from $registry into $boot"
+      if ! python3 - "$registry" "$boot" "$node_package" 22.23.3 npm 10.9.2 <<'PY'
 import io, sys, tarfile, urllib.request
 registry, into, *packages = sys.argv[1:]
 for name, version in zip(packages[::2], packages[1::2]):
@@ -82,11 +85,15 @@ for name, version in zip(packages[::2], packages[1::2]):
         safe = {"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}
         archive.extractall(f"{into}/{name}", **safe)
 PY
-    npm=("$boot/$node_package/package/bin/node" "$boot/npm/package/bin/npm-cli.js")
+      then
+        stop "could not fetch Node.js and npm from $registry (the error is above): install npm, or set npm_config_registry to a registry you can reach"
+      fi
+    fi
   fi
   say "installing ${node_tools[*]} into $acpx_dir (a minute, once)"
   PATH="$(dirname "$(command -v "${npm[0]}")"):$PATH" "${npm[@]}" install --prefix "$acpx_dir" \
-    --no-audit --no-fund --silent --registry "$registry" "${node_tools[@]}"
+    --no-audit --no-fund --loglevel=error --registry "$registry" "${node_tools[@]}" >/dev/null ||
+    stop "npm could not install ${node_tools[*]} (its error is above); behind a proxy with its own certificate authority, set NODE_EXTRA_CA_CERTS to its bundle"
   printf '%s' "${node_tools[*]}" >"$acpx_dir/.acptap-tools"
 fi
 

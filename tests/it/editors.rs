@@ -166,20 +166,10 @@ fn run_through_acptap(sb: &Sandbox, name: &str, acptap_args: &[String]) -> Outpu
 
 /// acpx, given the line as `--agent` (acpx) or as a named agent in `~/.acpx/config.json`.
 fn run_acpx(sb: &Sandbox, name: &str, acptap_args: &[String], agent: &Path) -> Output {
-    let acpx = crate::tools::acpx();
     let home = sb.path("home");
     let project = sb.path("project");
     std::fs::create_dir_all(&project).unwrap();
-    let mut command = Command::new(&acpx);
-    command.args([
-        "--format",
-        "json",
-        "--approve-all",
-        "--timeout",
-        "60",
-        "--cwd",
-    ]);
-    command.arg(&project);
+    let mut command = crate::tools::acpx_in(&project);
     let mut argv = vec![acptap_bin().to_str().unwrap().to_owned()];
     argv.extend(acptap_args.iter().cloned());
     argv.push(agent.to_str().unwrap().to_owned());
@@ -193,19 +183,10 @@ fn run_acpx(sb: &Sandbox, name: &str, acptap_args: &[String], agent: &Path) -> O
         std::fs::write(&config, entry.to_string()).unwrap();
         command.arg("recorded");
     }
-    let path = format!(
-        "{}:{}",
-        acpx.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     let child = command
         .args(["exec", "hi"])
-        .current_dir(&project)
-        .env("PATH", path)
         .env("HOME", &home)
         .env("ACPTAP_DB", sb.db())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start acpx");
     finish(child, Duration::from_secs(90))

@@ -113,37 +113,14 @@ fn hostile_lines(outside: &Path) -> Vec<(&'static str, Value)> {
 /// acpx, with every permission approved, against `acptap replay last --as agent EXTRA`, in
 /// `project`. Returns acpx's stdout (`--format json`: every JSON-RPC message it exchanged).
 fn acpx_against_replay(sb: &Sandbox, project: &Path, extra: &str) -> String {
-    let acpx = crate::tools::acpx();
-    let node_bin = acpx.parent().unwrap().to_owned();
     let agent = format!(
         "{} replay last --as agent --db {} {extra}",
         acptap_bin().display(),
         sb.db().display()
     );
-    let path = format!(
-        "{}:{}",
-        node_bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut command = Command::new(&acpx);
-    command
-        .args([
-            "--format",
-            "json",
-            "--approve-all",
-            "--timeout",
-            "60",
-            "--cwd",
-        ])
-        .arg(project)
-        .args(["--agent", &agent, "exec", "hi"])
-        .current_dir(project)
-        .env("PATH", path)
-        .stdin(std::process::Stdio::null());
     let output = crate::util::finish(
-        command
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
+        crate::tools::acpx_in(project)
+            .args(["--agent", &agent, "exec", "hi"])
             .spawn()
             .unwrap(),
         std::time::Duration::from_secs(90),

@@ -2,7 +2,8 @@
 //! puts them: `$ACPTAP_TOOLS` (default `~/.cache/acptap-ci`) and `$ACPTAP_CHROMIUM`. A missing
 //! one fails its test with the command that installs it: no test skips.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 /// What to say when a component is missing.
 const FIX: &str = "run `scripts/test.sh` (the README's test command), which installs it";
@@ -47,6 +48,35 @@ pub fn acpx() -> PathBuf {
         tools_dir().join("acpx/node_modules/.bin/acpx"),
         "acpx, the real ACP client of replay's hostile-recording test",
     )
+}
+
+/// acpx set to run one prompt (`exec PROMPT`, added by the caller after the agent) in `project`
+/// with every permission approved and JSON output, its Node.js first on `PATH`, stdin closed
+/// and stdout and stderr piped.
+pub fn acpx_in(project: &Path) -> Command {
+    let acpx = acpx();
+    let path = format!(
+        "{}:{}",
+        acpx.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut command = Command::new(&acpx);
+    command
+        .args([
+            "--format",
+            "json",
+            "--approve-all",
+            "--timeout",
+            "60",
+            "--cwd",
+        ])
+        .arg(project)
+        .current_dir(project)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
 }
 
 /// Headless Chromium: `$ACPTAP_CHROMIUM`, else the first of the usual names on `PATH`.
