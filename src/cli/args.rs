@@ -92,9 +92,14 @@ pub(crate) enum Command {
         shell: clap_complete::Shell,
     },
     /// Print the manual page (roff): `acptap man | man -l -`; with `--dir DIR`, write `acptap.1`
-    /// and a page per command (`acptap-run.1`, ...) into DIR, for `MANPATH`.
+    /// and a page per command (`acptap-run.1`, `acptap-policy-check.1`, ...) into DIR.
+    ///
+    /// The pages go into DIR itself, so DIR should be a `man1` directory such as
+    /// ~/.local/share/man/man1: `man` looks in the `man1` under each directory of its search
+    /// path (`manpath`), so it is DIR's parent that must be on that path, not DIR.
     Man {
-        /// Write the pages into this directory instead of printing `acptap.1`.
+        /// Write the pages into this directory (created if missing), a `man1` directory such as
+        /// ~/.local/share/man/man1, instead of printing `acptap.1`.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },

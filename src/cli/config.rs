@@ -186,7 +186,8 @@ pub(crate) fn load(explicit: Option<&Path>) -> anyhow::Result<&'static Config> {
     let mut config = match &path {
         None => Config::default(),
         Some(path) => {
-            let text = std::fs::read_to_string(path)
+            // Bounded, and never waiting on a pipe.
+            let text = crate::policy::rules::read_regular_file(path, "config file", 1 << 20)
                 .with_context(|| format!("cannot read the config file {}", path.display()))?;
             toml::from_str::<Config>(&text).map_err(|e| {
                 let line = e

@@ -257,7 +257,9 @@ fn editor_configs_agents() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     let recorded = line(&text, "zed agent \"Recorded\"");
     assert!(
-        recorded.starts_with("ok") && recorded.contains("label zed") && recorded.contains("/sh"),
+        recorded.starts_with("ok")
+            && recorded.contains("label \"zed\"")
+            && recorded.contains("/sh"),
         "{recorded}"
     );
     let plain = line(&text, "zed agent \"Plain\"");
@@ -282,7 +284,7 @@ fn editor_configs_agents() {
         gone.starts_with("FAIL")
             && gone.contains("the agent behind acptap")
             && gone.contains("acptap-no-such-agent-xyz")
-            && gone.contains(".acpx/config.json, after `--`"),
+            && gone.contains(".acpx/config.json)"),
         "{gone}"
     );
     let vscode = line(&text, "vscode config");
@@ -291,4 +293,108 @@ fn editor_configs_agents() {
         "{vscode}"
     );
     assert_json_agrees(&sb, &db, &[], &text);
+}
+
+/// Editor configurations that would not start or record the agent, each a FAIL naming the file:
+/// a pipe where the file should be (never waited on), comments in acpx's strict JSON, a policy
+/// acptap cannot load, a custom Zed agent without a command, arguments that are not strings,
+/// agents that are not an object, arguments that only ask for help, a directory as the
+/// command; and the entry's own `PATH` is where its agent is looked for.
+#[test]
+fn editor_configs_that_would_not_start() {
+    let sb = Sandbox::new();
+    let db = sb.db();
+    let home = sb.path("home");
+    let acptap = acptap_bin();
+    let acptap = acptap.to_str().unwrap();
+    let write = |path: &Path, text: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let bin = sb.path("own-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/bin/sh", bin.join("only-here-agent")).unwrap();
+    write(
+        &sb.path("zed/settings.json"),
+        &format!(
+            r#"{{"agent_servers": {{
+  "no-command": {{"type": "custom"}},
+  "bad-args": {{"type": "custom", "command": "sh", "args": [1, null]}},
+  "missing-policy": {{"type": "custom", "command": "{acptap}",
+                      "args": ["run", "--policy", "/nonexistent/p.toml", "--", "sh"]}},
+  "help": {{"type": "custom", "command": "{acptap}", "args": ["run", "--help"]}},
+  "nothing-after": {{"type": "custom", "command": "{acptap}", "args": ["run", "--label", "x", "--"]}},
+  "a-directory": {{"type": "custom", "command": "/tmp"}},
+  "own-path": {{"type": "custom", "command": "{acptap}", "args": ["run", "--", "only-here-agent"],
+               "env": {{"PATH": "{}"}}}}
+}}}}"#,
+            bin.display()
+        ),
+    );
+    write(
+        &home.join(".acpx/config.json"),
+        "// a comment\n{\"agents\": {\"x\": {\"argv\": [\"sh\"]}}}",
+    );
+    write(
+        &home.join(".jetbrains/acp.json"),
+        r#"{"agent_servers": ["sh"]}"#,
+    );
+    let vscode = sb.path("Code/User/settings.json");
+    std::fs::create_dir_all(vscode.parent().unwrap()).unwrap();
+    let made = Command::new("mkfifo").arg(&vscode).status().unwrap();
+    assert!(made.success());
+
+    let child = Command::new(acptap_bin())
+        .arg("doctor")
+        .env("ACPTAP_DB", &db)
+        .env("XDG_CONFIG_HOME", sb.dir.path())
+        .env("HOME", &home)
+        .env_remove("ACPTAP_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = crate::util::finish(child, std::time::Duration::from_secs(20));
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let fails = |name: &str, words: &[&str]| {
+        let l = line(&text, name);
+        assert!(l.starts_with("FAIL"), "{l}");
+        for w in words {
+            assert!(l.contains(w), "`{w}` not in: {l}");
+        }
+    };
+    fails(
+        "vscode config",
+        &["Code/User/settings.json", "regular file"],
+    );
+    fails("acpx config", &[".acpx/config.json", "strict JSON"]);
+    fails("jetbrains config", &["not an object of agents"]);
+    fails(
+        "zed agent \"no-command\"",
+        &["no `command`", "zed/settings.json"],
+    );
+    fails(
+        "zed agent \"bad-args\"",
+        &["`args` is not a list of strings"],
+    );
+    fails(
+        "zed agent \"missing-policy\"",
+        &["its --policy", "/nonexistent/p.toml", "zed/settings.json"],
+    );
+    fails("zed agent \"help\"", &["start no agent"]);
+    fails(
+        "zed agent \"nothing-after\"",
+        &[
+            "do not parse",
+            "required arguments were not provided",
+            "<AGENT>",
+        ],
+    );
+    fails("zed agent \"a-directory\"", &["/tmp is a directory"]);
+    let own = line(&text, "zed agent \"own-path\"");
+    assert!(
+        own.starts_with("ok") && own.contains("own-bin/only-here-agent"),
+        "{own}"
+    );
 }

@@ -257,7 +257,7 @@ fn doctor_reads(sb: &Sandbox, name: &str, text: &str, label: &str) {
         check["detail"]
             .as_str()
             .unwrap()
-            .contains(&format!("label {label}")),
+            .contains(&format!("label {label:?}")),
         "{name}: {check}"
     );
 }

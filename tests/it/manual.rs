@@ -133,3 +133,105 @@ fn the_manual_has_a_page_for_every_command() {
             .contains("policy")
     );
 }
+
+/// `acptap man --dir DIR`, whose stdout lists the pages written.
+fn write_manual(dir: &std::path::Path) -> std::process::Output {
+    Command::new(acptap_bin())
+        .args(["man", "--dir"])
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn every_page_a_page_refers_to_is_written_down_to_the_nested_commands() {
+    let sb = Sandbox::new();
+    let dir = sb.path("man1");
+    let out = write_manual(&dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pages = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect::<Vec<_>>();
+    for page in &pages {
+        assert!(!page.contains("-help"), "a page for `help`: {pages:?}");
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        // SUBCOMMANDS names each as `acptap\-policy\-check(1)`: that page must be here.
+        for word in text.split_whitespace() {
+            let Some(name) = word.strip_suffix("(1)") else {
+                continue;
+            };
+            let name = name.replace("\\-", "-");
+            if name.starts_with("acptap") {
+                assert!(
+                    dir.join(format!("{name}.1")).exists(),
+                    "{page} refers to {name}(1), which is not written: {pages:?}"
+                );
+            }
+        }
+    }
+    let check = std::fs::read_to_string(dir.join("acptap-policy-check.1")).unwrap();
+    assert!(check.contains(".TH acptap-policy-check 1"), "{check}");
+    let synopsis = check
+        .split(".SH SYNOPSIS")
+        .nth(1)
+        .and_then(|rest| rest.split(".SH").next())
+        .unwrap();
+    assert!(
+        synopsis.contains("acptap policy check"),
+        "the synopsis is not what a user types: {synopsis}"
+    );
+    let policy = std::fs::read_to_string(dir.join("acptap-policy.1")).unwrap();
+    assert!(policy.contains("acptap\\-policy\\-check(1)"), "{policy}");
+    assert!(!policy.contains("acptap\\-policy\\-help"), "{policy}");
+    // The top page, on stdout, has no `help` command either.
+    let top = acptap_with_broken_config(&sb, &["man"]);
+    assert!(!top.contains("acptap\\-help"), "{top}");
+}
+
+#[test]
+fn a_dir_that_is_a_file_is_refused_with_the_fix() {
+    let sb = Sandbox::new();
+    let file = sb.path("man1");
+    std::fs::write(&file, "not a directory").unwrap();
+    let out = write_manual(&file);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("not a directory"), "{stderr}");
+    assert!(stderr.contains("man1"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_link_where_a_page_goes_is_replaced_not_written_through() {
+    let sb = Sandbox::new();
+    let dir = sb.path("man1");
+    std::fs::create_dir(&dir).unwrap();
+    let target = sb.path("precious");
+    std::fs::write(&target, "keep me").unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("acptap.1")).unwrap();
+    let out = write_manual(&dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    let page = dir.join("acptap.1");
+    assert!(
+        std::fs::symlink_metadata(&page)
+            .unwrap()
+            .file_type()
+            .is_file()
+    );
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .contains(".TH acptap 1")
+    );
+}

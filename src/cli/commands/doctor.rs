@@ -11,10 +11,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use clap::Parser;
 use serde::Serialize;
 
-use super::super::{Cli, Command, DoctorArgs, config, print, print_json};
+use super::super::{DbArgs, DoctorArgs, config, print, print_json};
 use crate::record::store::{schema_version, schema_version_of};
 
 mod editor_configs;
@@ -60,13 +59,13 @@ pub(in crate::cli) fn doctor(
     explicit_config: Option<&Path>,
 ) -> anyhow::Result<i32> {
     let mut checks = vec![check_config(explicit_config)];
-    checks.extend(check_database(args));
+    checks.extend(check_database(&args.db));
     let mut policies = args.policies.clone();
     policies.extend(config::current().policy.iter().cloned());
     checks.extend(policies.iter().map(|p| check_policy(p)));
     let agents = args.agents.iter().chain(args.agent.first());
     checks.extend(agents.map(|a| check_agent(a)));
-    checks.extend(check_editor_agents());
+    checks.extend(editor_configs::checks());
     checks.push(check_port(args.port));
 
     let all_ok = checks.iter().all(|c| c.ok);
@@ -181,9 +180,9 @@ fn may(path: &Path, mode: libc::c_int) -> bool {
 
 /// The database: where it is, whether a recording can make or write it, SQLite's version and the
 /// schema version.
-fn check_database(args: &DoctorArgs) -> Vec<Check> {
+fn check_database(db: &DbArgs) -> Vec<Check> {
     let mut checks = Vec::new();
-    let path = match args.db.path() {
+    let path = match db.path() {
         Ok(path) => path,
         Err(e) => {
             checks.push(Check::bad(
@@ -339,17 +338,32 @@ fn check_policy(file: &Path) -> Check {
 
 /// An agent command exists (on PATH, or as a path) and is executable.
 fn check_agent(command: &str) -> Check {
+    check_agent_on(command, None)
+}
+
+/// The same, looked for on `path_var` instead of this process's `PATH` where given (an editor
+/// may give the agent its own).
+fn check_agent_on(command: &str, path_var: Option<&std::ffi::OsStr>) -> Check {
     let name = format!("agent {command}");
     let executable = |p: &Path| p.is_file() && may(p, libc::X_OK);
+    if command.is_empty() {
+        return Check::bad(name, "the command is empty", "give the agent's command");
+    }
     if command.contains('/') {
         let path = Path::new(command);
         return if executable(path) {
             Check::ok(name, command)
+        } else if path.is_dir() {
+            Check::bad(
+                name,
+                format!("{command} is a directory"),
+                "give the path of the agent's program, not of its directory",
+            )
         } else if path.is_file() {
             Check::bad(
                 name,
                 format!("{command} is not executable"),
-                format!("`chmod +x {command}`"),
+                format!("`chmod +x {command}`, if it is the agent's program"),
             )
         } else {
             Check::bad(
@@ -359,7 +373,10 @@ fn check_agent(command: &str) -> Check {
             )
         };
     }
-    let search = std::env::var_os("PATH").unwrap_or_default();
+    let search = path_var
+        .map(std::ffi::OsStr::to_os_string)
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
     let mut found_not_executable = None;
     for dir in std::env::split_paths(&search) {
         let dir = if dir.as_os_str().is_empty() {
@@ -387,124 +404,6 @@ fn check_agent(command: &str) -> Check {
             format!("install `{command}`, add its directory to PATH, or give its full path"),
         ),
     }
-}
-
-/// The agents in the editor configurations acptap knows (docs/editors.md), and the files among
-/// them that exist but cannot be read.
-fn check_editor_agents() -> Vec<Check> {
-    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
-        return Vec::new();
-    };
-    let config_home = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".config"));
-    let (agents, unreadable) = editor_configs::read(&home, &config_home);
-    let mut checks: Vec<Check> = unreadable
-        .into_iter()
-        .map(|u| {
-            let file = u.file.display();
-            Check::bad(
-                format!("{} config", u.editor),
-                format!("{file}: {}", u.error),
-                format!("fix {file}: the editor cannot read its agents from it either"),
-            )
-        })
-        .collect();
-    checks.extend(agents.iter().map(check_editor_agent));
-    checks
-}
-
-/// One editor's agent: its command; when that is acptap, acptap's own arguments (parsed as
-/// `acptap` will parse them) and the agent after `--`. An agent not behind acptap is fine, and
-/// the line says how to record it.
-fn check_editor_agent(agent: &editor_configs::EditorAgent) -> Check {
-    let name = format!("{} agent {:?}", agent.editor, agent.name);
-    let file = agent.file.display();
-    let argv = match &agent.launch {
-        editor_configs::Launch::Command(argv) if !argv.is_empty() => argv,
-        editor_configs::Launch::ByEditor(what) => {
-            return Check::ok(
-                name,
-                format!(
-                    "{what}, which the editor starts itself; not recorded: to record it, add an agent that runs it through `acptap run --label {} --` (docs/editors.md)",
-                    agent.editor
-                ),
-            );
-        }
-        _ => {
-            return Check::bad(
-                name,
-                format!("{file} gives it no command"),
-                format!("give it a command in {file} (docs/editors.md shows each editor's form)"),
-            );
-        }
-    };
-    let (program, args) = argv.split_first().expect("not empty");
-    let found = check_agent(program);
-    if !found.ok {
-        return Check { name, ..found };
-    }
-    if Path::new(program).file_name() != Some("acptap".as_ref()) {
-        return Check::ok(
-            name,
-            format!(
-                "{program} is {}; not recorded: put `acptap run --label {} --` before it (docs/editors.md)",
-                found.detail, agent.editor
-            ),
-        );
-    }
-    let parsed =
-        Cli::try_parse_from(std::iter::once("acptap").chain(args.iter().map(String::as_str)));
-    let run = match parsed {
-        Ok(Cli {
-            command: Command::Run(run),
-            ..
-        }) => run,
-        Ok(_) => {
-            return Check::ok(
-                name,
-                format!(
-                    "{program} is {}; it does not record (not `acptap run`)",
-                    found.detail
-                ),
-            );
-        }
-        Err(e) => {
-            let said = e.to_string();
-            let first = said
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ");
-            return Check::bad(
-                name,
-                format!("acptap's arguments in {file} do not parse: {first}"),
-                format!(
-                    "correct them in {file}: `acptap run [OPTIONS] -- AGENT [ARGS...]` (`acptap run --help`)"
-                ),
-            );
-        }
-    };
-    let inner = check_agent(&run.agent[0]);
-    if !inner.ok {
-        return Check {
-            name,
-            ok: false,
-            detail: format!("the agent behind acptap: {}", inner.detail),
-            fix: inner
-                .fix
-                .map(|fix| format!("{fix} (in {file}, after `--`)")),
-        };
-    }
-    let label = run.label.as_deref().unwrap_or("none");
-    Check::ok(
-        name,
-        format!(
-            "recorded by {} (label {label}); the agent {} is {}",
-            found.detail, run.agent[0], inner.detail
-        ),
-    )
 }
 
 /// The UI's port on 127.0.0.1 can be bound; without `--port` the UI takes a free one.
