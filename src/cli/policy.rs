@@ -1,4 +1,5 @@
-//! `acptap policy check | test | replay`: trying a policy out before trusting it.
+//! `acptap policy check | test | replay | suggest`: trying a policy out before trusting it, and
+//! one learned from the user's own answers.
 
 use std::path::PathBuf;
 
@@ -26,6 +27,9 @@ pub(crate) enum PolicyCommand {
     Test(TestArgs),
     /// Decide every recorded permission request again and compare with what the user chose.
     Replay(PolicyReplayArgs),
+    /// Write a policy learned from the requests you answered: it allows what you allowed often
+    /// enough, as narrowly as you did, and nothing you rejected or cancelled.
+    Suggest(PolicySuggestArgs),
 }
 
 #[derive(Debug, Args)]
@@ -75,11 +79,37 @@ pub(crate) struct PolicyReplayArgs {
     pub json: bool,
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct PolicySuggestArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Only requests asked in this last while (`7d`, `12h`).
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
+    pub since: Option<std::time::Duration>,
+    /// Only sessions of agents whose name (from `initialize`) contains TEXT (any case).
+    #[arg(long, value_name = "TEXT")]
+    pub agent: Option<String>,
+    /// Only this session (an id, a unique prefix, or `last`; repeatable).
+    #[arg(long = "session", value_name = "SESSION")]
+    pub sessions: Vec<String>,
+    /// How many times a request's shape must have been allowed (`allow_always` counts twice).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_evidence: u32,
+    /// Write the policy to FILE (never over an existing file); without it, the policy goes to
+    /// stdout and the report to stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the report as JSON (with the policy's text in `policy`).
+    #[arg(long)]
+    pub json: bool,
+}
+
 pub(crate) fn run(args: PolicyArgs) -> anyhow::Result<i32> {
     match args.command {
         PolicyCommand::Check(args) => check(args),
         PolicyCommand::Test(args) => test(args),
         PolicyCommand::Replay(args) => replay(args),
+        PolicyCommand::Suggest(args) => suggest(args),
     }
 }
 
@@ -278,4 +308,162 @@ fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replaye
         decided_by: recorded.decided_by,
         input: source,
     })
+}
+
+fn suggest(args: PolicySuggestArgs) -> anyhow::Result<i32> {
+    use crate::policy::suggest::{Answer, PastDecision};
+    if let Some(file) = &args.output
+        && std::fs::symlink_metadata(file).is_ok()
+    {
+        anyhow::bail!(
+            "{} exists: acptap policy suggest never writes over a file; name a new one (-o)",
+            file.display()
+        );
+    }
+    let reader = args.db.read()?;
+    let mut sessions = Vec::new();
+    for spec in &args.sessions {
+        sessions.push(query::resolve_session(&reader, spec)?);
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64);
+    let since = args
+        .since
+        .map(|d| now.saturating_sub(d.as_micros().min(i64::MAX as u128) as i64));
+    let agent = args.agent.as_deref().map(str::to_lowercase);
+    let decisions: Vec<PastDecision> = query::recorded_permissions(&reader, None)?
+        .into_iter()
+        // The user's answers only: not the policy's (a shadow policy's requests the user did answer).
+        .filter(|r| r.decided_by.as_deref() == Some("client"))
+        .filter(|r| since.is_none_or(|since| r.requested_at >= since))
+        .filter(|r| {
+            sessions.is_empty()
+                || sessions.iter().any(|s| {
+                    s.connection_id == r.connection_id
+                        && Some(&s.session_id) == r.session_id.as_ref()
+                })
+        })
+        .filter(|r| {
+            agent.as_deref().is_none_or(|want| {
+                r.agent_name
+                    .as_deref()
+                    .is_some_and(|name| name.to_lowercase().contains(want))
+            })
+        })
+        .filter_map(|r| {
+            let answer = Answer::of(r.outcome.as_deref(), r.option_kind.as_deref())?;
+            let request: Value = serde_json::from_slice(&r.request).ok()?;
+            let params = crate::policy::request_params(&request);
+            let (input, _) = crate::policy::DecisionInput::of_recorded(
+                params,
+                r.policy_input.as_deref(),
+                &r.earlier_updates,
+                Context {
+                    cwd: r.cwd.as_deref().map(std::path::Path::new),
+                    agent: r.agent_name.as_deref(),
+                    version: r.protocol_version,
+                },
+            );
+            Some(PastDecision {
+                input,
+                options: params.get("options").cloned(),
+                answer,
+                connection_id: r.connection_id,
+                session_id: r.session_id.unwrap_or_default(),
+                at: r.requested_at,
+            })
+        })
+        .collect();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let suggestion =
+        crate::policy::suggest::suggest(&decisions, args.min_evidence as usize, home.as_deref());
+    if let Some(file) = &args.output {
+        write_new_file(file, &suggestion.policy)?;
+    }
+    if args.json {
+        print_json(&suggestion)?;
+        return Ok(0);
+    }
+    let report = suggest_report(&suggestion, args.output.as_deref());
+    match &args.output {
+        Some(_) => print(&report)?,
+        None => {
+            print(&suggestion.policy)?;
+            eprint!("{report}");
+        }
+    }
+    Ok(0)
+}
+
+/// Creates `file` with `text`; never over an existing file or through a link.
+fn write_new_file(file: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(file)
+        .with_context(|| format!("cannot create {}", file.display()))?;
+    out.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    Ok(())
+}
+
+/// The terminal table: the rules with their evidence, the conflicts, what is left to the user.
+fn suggest_report(
+    suggestion: &crate::policy::suggest::Suggestion,
+    file: Option<&std::path::Path>,
+) -> String {
+    use crate::policy::suggest::describe;
+    let c = &suggestion.coverage;
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{} rule(s){}; it would have answered {} of your {} allows ({}%), and allows none of your {} rejections or cancellations\n",
+        suggestion.rules.len(),
+        file.map(|f| format!(" written to {}", f.display())).unwrap_or_default(),
+        c.allowed,
+        c.user_allows,
+        (c.allowed * 100).checked_div(c.user_allows).unwrap_or(0),
+        c.user_refusals,
+    ));
+    if !suggestion.rules.is_empty() {
+        out.push_str("\nRULE                             ALLOWS  SESSIONS  WHAT\n");
+    }
+    for rule in &suggestion.rules {
+        let e = &rule.evidence;
+        out.push_str(&format!(
+            "{:<32} {:>6}  {:>8}  {} (e.g. {})\n",
+            one_line(&rule.id, 32),
+            e.allow_once + e.allow_always,
+            e.sessions,
+            one_line(&describe(&rule.shape), 60),
+            one_line(&e.example, 60),
+        ));
+    }
+    if !suggestion.conflicts.is_empty() {
+        out.push_str("\nConflicts, left to you (allowed and refused):\n");
+        for conflict in &suggestion.conflicts {
+            let e = &conflict.evidence;
+            out.push_str(&format!(
+                "  {}: allowed {}, rejected {}, cancelled {} (e.g. {})\n",
+                one_line(&describe(&conflict.shape), 60),
+                e.allow_once + e.allow_always,
+                e.rejected,
+                e.cancelled,
+                one_line(&e.example, 60),
+            ));
+        }
+    }
+    if !suggestion.left_to_user.is_empty() {
+        out.push_str("\nStill asked (your allows it does not answer):\n");
+        for left in &suggestion.left_to_user {
+            out.push_str(&format!(
+                "  {:>4}  {} (e.g. {})\n",
+                left.count,
+                one_line(&left.why, 100),
+                one_line(&left.example, 60)
+            ));
+        }
+    }
+    out
 }

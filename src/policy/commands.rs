@@ -1614,6 +1614,79 @@ fn awk_program(reader: &ArgvReader, _positionals: &[usize], out: &mut Arguments)
     }
 }
 
+/// The subcommands a suggested rule may name (`policy suggest`): those that only read, build or
+/// test the project. Another (`git push`, `git reset`, `npm publish`) is never suggested, however
+/// often the user allowed it: a rule for it is theirs to write.
+const SUGGESTIBLE_SUBCOMMANDS: &[(&str, &[&str])] = &[
+    (
+        "git",
+        &[
+            "status",
+            "log",
+            "diff",
+            "show",
+            "blame",
+            "ls-files",
+            "rev-parse",
+            "describe",
+            "shortlog",
+            "grep",
+        ],
+    ),
+    (
+        "cargo",
+        &[
+            "test", "build", "check", "clippy", "doc", "bench", "tree", "metadata", "nextest",
+        ],
+    ),
+    ("npm", &["test", "ls"]),
+    ("pnpm", &["test", "ls"]),
+    ("yarn", &["test"]),
+    ("go", &["test", "build", "vet", "list"]),
+];
+
+/// The prefix a suggested allow rule names for one simple command the user allowed (`policy
+/// suggest`): the command word, and the subcommand of git, cargo, npm and go (one that only
+/// reads, builds or tests), or the script or target of an interpreter and make. Else why no
+/// rule can name it: a command the table does not know, a wrapper, a program given by its path.
+pub(crate) fn suggestion_prefix(
+    words: &[String],
+    arguments: &Arguments,
+) -> Result<Vec<String>, String> {
+    let command = words.first().ok_or("an empty command")?;
+    if command.contains('/') {
+        return Err(format!("`{command}`: a program given by its path"));
+    }
+    let spec = spec_of(command)
+        .ok_or_else(|| format!("`{command}` is not a command the command table knows"))?;
+    let mut prefix = vec![command.clone()];
+    let first_positional = || words[1..].iter().find(|w| !w.starts_with('-')).cloned();
+    if let Some((_, allowed)) = SUGGESTIBLE_SUBCOMMANDS.iter().find(|(c, _)| c == command) {
+        let sub = match spec.special {
+            Special::Git | Special::Cargo | Special::Npm => {
+                arguments.subcommand.and_then(|i| words.get(i)).cloned()
+            }
+            _ => first_positional(),
+        }
+        .ok_or_else(|| format!("`{command}` without a subcommand"))?;
+        if !allowed.contains(&sub.as_str()) {
+            return Err(format!(
+                "`{command} {sub}`: only {command}'s {} are suggested",
+                allowed.join(", ")
+            ));
+        }
+        prefix.push(sub);
+    } else if matches!(spec.special, Special::Git | Special::Cargo | Special::Npm) {
+        return Err(format!("`{command}`: none of its subcommands is suggested"));
+    } else if matches!(
+        spec.special,
+        Special::Python | Special::Node | Special::Make
+    ) {
+        prefix.extend(first_positional());
+    }
+    Ok(prefix)
+}
+
 /// Every command the table knows, for the documentation test.
 pub fn known_commands() -> Vec<&'static str> {
     TABLE

@@ -42,6 +42,7 @@ pub(crate) mod guards;
 pub(crate) mod paths;
 pub(crate) mod rules;
 pub(crate) mod shell;
+pub(crate) mod suggest;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -787,6 +788,29 @@ impl Policy {
     pub fn load_with_home(files: &[PathBuf], home: &Path) -> Result<Policy, PolicyError> {
         let mut policy = Self::load_unchecked(files)?;
         policy.home = Some(canonical(&Disk, home));
+        if let Some(failed) = policy.self_check().into_iter().find(|c| !c.passed) {
+            return Err(PolicyError {
+                origin: failed.origin,
+                message: format!("{} failed: {}", failed.name, failed.detail),
+            });
+        }
+        Ok(policy)
+    }
+
+    /// A policy from one file's text, named `file` in its errors, examples and tests run: what
+    /// `policy suggest` writes, checked before it is written.
+    pub(crate) fn from_text(
+        file: &Path,
+        text: &str,
+        home: Option<&Path>,
+    ) -> Result<Policy, PolicyError> {
+        let policy = Policy {
+            files: vec![file.to_owned()],
+            set: PolicySet::parse_text(file, text)?,
+            home: home.map(|h| canonical(&Disk, h)),
+            globs: RefCell::new(HashMap::new()),
+            inside_cwd: vec!["${cwd}/**".to_owned()],
+        };
         if let Some(failed) = policy.self_check().into_iter().find(|c| !c.passed) {
             return Err(PolicyError {
                 origin: failed.origin,

@@ -477,8 +477,8 @@ impl PolicySet {
         Ok(set)
     }
 
-    /// One file's text as a policy, for the fuzz tests (no file is read).
-    #[cfg(test)]
+    /// One file's text as a policy (no file is read): for `policy suggest`, which checks the
+    /// policy it writes, and the fuzz tests.
     pub(crate) fn parse_text(file: &Path, text: &str) -> Result<PolicySet, PolicyError> {
         let mut set = PolicySet {
             rules: Vec::new(),

@@ -1011,6 +1011,8 @@ pub(crate) struct RecordedPermission {
     pub request_seq: i64,
     /// The request line, as recorded.
     pub request: Vec<u8>,
+    /// When acptap read the request (µs since the epoch).
+    pub requested_at: i64,
     pub cwd: Option<String>,
     pub agent_name: Option<String>,
     /// The connection's negotiated protocol version, which decides the request's shape.
@@ -1035,7 +1037,7 @@ pub(crate) fn recorded_permissions(
         .prepare(
             "SELECT p.connection_id, p.session_id, p.tool_call_id, p.request_seq, m.raw, s.cwd,
                     c.agent_info, p.outcome, p.option_kind, p.decided_by,
-                    p.policy_input, c.protocol_version
+                    p.policy_input, c.protocol_version, m.ts
              FROM permission_requests p
              JOIN messages m ON m.id = p.request_message_id
              JOIN connections c ON c.id = p.connection_id
@@ -1053,6 +1055,7 @@ pub(crate) fn recorded_permissions(
                     tool_call_id: r.get(2)?,
                     request_seq: r.get(3)?,
                     request: r.get(4)?,
+                    requested_at: r.get(12)?,
                     cwd: r.get(5)?,
                     agent_name: agent_info
                         .as_ref()
