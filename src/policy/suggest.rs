@@ -79,6 +79,29 @@ pub(crate) enum Shape {
 /// Kinds that only look at local files: a rule may allow them anywhere in the project.
 const READ_ONLY_KINDS: [&str; 2] = ["read", "search"];
 
+/// Kinds that change files a rule may allow in one project directory. Not `delete` or `move`
+/// (what they lose is not in the request), `fetch` (the network), `other` or a custom kind (no
+/// one knows what they do).
+const FILE_KINDS: [&str; 1] = ["edit"];
+
+/// Paths that stay the user's to answer whatever they allowed before: the first rule of every
+/// suggested policy asks about them (an ask rule comes before every allow rule).
+const KEPT_ASKED: &[&str] = &[
+    "${home}/.ssh/**",
+    "${home}/.aws/**",
+    "${home}/.gnupg/**",
+    "${home}/.kube/**",
+    "${home}/.docker/**",
+    "${home}/.netrc",
+    "${home}/.config/gcloud/**",
+    "**/.env",
+    "**/.env.*",
+    "**/*.pem",
+    "**/*.key",
+    "**/id_rsa*",
+    "**/id_ed25519*",
+];
+
 /// How often the user answered one shape, and when.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct Evidence {
@@ -365,13 +388,19 @@ fn shape_of(reader: &Policy, input: &DecisionInput) -> Result<Shape, String> {
     let kind = view.kind.clone().unwrap_or_else(|| "other".to_owned());
     inside(&view.call_paths, &cwd)?;
     match &view.command {
-        Some(_) => commands_shape(&view, kind, &cwd),
+        Some(_) if kind == "execute" => commands_shape(&view, kind, &cwd),
+        Some(_) => Err(format!(
+            "a `{kind}` call that runs a command: only `execute` calls' commands are suggested"
+        )),
         None if kind == "execute" => Err("an execute call without a command".into()),
         None if view.call_paths.is_empty() => Err(format!(
             "a `{kind}` call naming no path: a rule would allow every one"
         )),
         None if READ_ONLY_KINDS.contains(&kind.as_str()) => Ok(Shape::Looks { kind }),
-        None => files_shape(&view.call_paths, kind, &cwd),
+        None if FILE_KINDS.contains(&kind.as_str()) => files_shape(&view.call_paths, kind, &cwd),
+        None => Err(format!(
+            "a `{kind}` call: only reads, searches, edits and commands are suggested"
+        )),
     }
 }
 
@@ -548,6 +577,13 @@ fn render(rules: &[SuggestedRule], decisions: &[PastDecision], min_evidence: usi
          FILE all\n",
     );
     out.push_str("version = 1\ndefault = \"ask\"\n");
+    out.push_str(
+        "\n# Whatever you allowed before, secrets stay yours to answer: this rule comes before every\n\
+         # allow rule (ask and deny rules always do).\n[[rule]]\nid = \"secrets-stay-asked\"\n\
+         decision = \"ask\"\nreason = \"credentials and keys: always asked\"\n",
+    );
+    let kept: Vec<String> = KEPT_ASKED.iter().map(|p| toml_string(p)).collect();
+    let _ = writeln!(out, "paths = [{}]", kept.join(", "));
     for rule in rules {
         let e = &rule.evidence;
         out.push('\n');

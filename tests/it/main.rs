@@ -19,6 +19,7 @@ mod policy;
 mod policy_corpus_files;
 mod policy_effects;
 mod policy_hostile_requests;
+mod policy_suggest;
 mod policy_v2;
 mod readonly;
 mod real_peers;
