@@ -321,7 +321,8 @@ fn allowing_the_whole_hostile_corpus_still_allows_none_of_it() {
         report["coverage"]["user_allows"].as_u64().unwrap() >= 3 * cases.len() as u64,
         "every request was recorded as allowed"
     );
-    let policy = acptap::policy::Policy::load_with_home(&[file.clone()], &scratch.home).unwrap();
+    let policy =
+        acptap::policy::Policy::load_with_home(std::slice::from_ref(&file), &scratch.home).unwrap();
     let decide = |case_cwd: &str, agent: Option<&str>, call: &Value| {
         let cwd = scratch.cwd(case_cwd);
         let call = scratch.substitute(call, cwd);
