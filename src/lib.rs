@@ -34,6 +34,7 @@ pub mod cli;
 pub mod demo;
 pub mod export;
 pub mod inspect;
+pub(crate) mod learn;
 pub mod mcp;
 pub mod policy;
 pub mod protocol;
@@ -72,10 +73,14 @@ mod layering {
         ("demo", &["inspect", "proxy", "query", "record"]),
         ("export", &["query", "record", "protocol", "terminal"]),
         ("check", &["protocol", "terminal"]),
-        ("ui", &["query", "inspect", "export"]),
+        // Joins the read side and the policy: the user's answers as a suggested policy.
+        ("learn", &["query", "policy"]),
+        ("ui", &["query", "inspect", "export", "learn"]),
         (
             "mcp",
-            &["query", "record", "inspect", "export", "check", "policy"],
+            &[
+                "query", "record", "inspect", "export", "check", "policy", "learn",
+            ],
         ),
     ];
 

@@ -311,7 +311,6 @@ fn decide_again(policy: &Policy, recorded: RecordedPermission) -> Option<Replaye
 }
 
 fn suggest(args: PolicySuggestArgs) -> anyhow::Result<i32> {
-    use crate::policy::suggest::{Answer, PastDecision};
     if let Some(file) = &args.output
         && std::fs::symlink_metadata(file).is_ok()
     {
@@ -321,63 +320,26 @@ fn suggest(args: PolicySuggestArgs) -> anyhow::Result<i32> {
         );
     }
     let reader = args.db.read()?;
-    let mut sessions = Vec::new();
+    let mut filter = query::AnsweredFilter {
+        agent: args.agent.clone(),
+        ..Default::default()
+    };
     for spec in &args.sessions {
-        sessions.push(query::resolve_session(&reader, spec)?);
+        filter.sessions.push(query::resolve_session(&reader, spec)?);
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as i64);
-    let since = args
-        .since
-        .map(|d| now.saturating_sub(d.as_micros().min(i64::MAX as u128) as i64));
-    let agent = args.agent.as_deref().map(str::to_lowercase);
-    let decisions: Vec<PastDecision> = query::recorded_permissions(&reader, None)?
-        .into_iter()
-        // The user's answers only: not the policy's (a shadow policy's requests the user did answer).
-        .filter(|r| r.decided_by.as_deref() == Some("client"))
-        .filter(|r| since.is_none_or(|since| r.requested_at >= since))
-        .filter(|r| {
-            sessions.is_empty()
-                || sessions.iter().any(|s| {
-                    s.connection_id == r.connection_id
-                        && Some(&s.session_id) == r.session_id.as_ref()
-                })
-        })
-        .filter(|r| {
-            agent.as_deref().is_none_or(|want| {
-                r.agent_name
-                    .as_deref()
-                    .is_some_and(|name| name.to_lowercase().contains(want))
-            })
-        })
-        .filter_map(|r| {
-            let answer = Answer::of(r.outcome.as_deref(), r.option_kind.as_deref())?;
-            let request: Value = serde_json::from_slice(&r.request).ok()?;
-            let params = crate::policy::request_params(&request);
-            let (input, _) = crate::policy::DecisionInput::of_recorded(
-                params,
-                r.policy_input.as_deref(),
-                &r.earlier_updates,
-                Context {
-                    cwd: r.cwd.as_deref().map(std::path::Path::new),
-                    agent: r.agent_name.as_deref(),
-                    version: r.protocol_version,
-                },
-            );
-            Some(PastDecision {
-                input,
-                options: params.get("options").cloned(),
-                answer,
-                connection_id: r.connection_id,
-                session_id: r.session_id.unwrap_or_default(),
-                at: r.requested_at,
-            })
-        })
-        .collect();
+    if let Some(since) = args.since {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        filter.since = Some(now.saturating_sub(since.as_micros().min(i64::MAX as u128) as i64));
+    }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let suggestion =
-        crate::policy::suggest::suggest(&decisions, args.min_evidence as usize, home.as_deref());
+    let suggestion = crate::learn::suggestion(
+        &reader,
+        &filter,
+        args.min_evidence as usize,
+        home.as_deref(),
+    )?;
     if let Some(file) = &args.output {
         write_new_file(file, &suggestion.policy)?;
     }

@@ -623,3 +623,42 @@ pub(crate) fn policy_check(reader: &Reader, args: PolicyCheck) -> Result<Value, 
         )),
     }
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct PolicySuggest {
+    /// Only requests asked since: RFC 3339, or an age (30m, 24h, 7d).
+    pub since: Option<String>,
+    /// Only sessions of agents whose name contains this (any case).
+    pub agent: Option<String>,
+    /// Only these sessions (`last`, ids or unique prefixes).
+    #[serde(default)]
+    pub sessions: Vec<String>,
+    /// How many times a shape must have been allowed (allow_always counts twice); default 3.
+    pub min_evidence: Option<u32>,
+}
+
+pub(crate) fn policy_suggest(reader: &Reader, args: PolicySuggest) -> Result<Value, ToolError> {
+    let min_evidence = args.min_evidence.unwrap_or(3);
+    if min_evidence == 0 {
+        return Err(bad("min_evidence: at least 1"));
+    }
+    let mut filter = query::AnsweredFilter {
+        since: args.since.as_deref().map(parse_since).transpose()?,
+        agent: args.agent,
+        sessions: Vec::new(),
+    };
+    for spec in &args.sessions {
+        filter.sessions.push(session(reader, spec)?);
+    }
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let suggestion =
+        crate::learn::suggestion(reader, &filter, min_evidence as usize, home.as_deref())?;
+    let mut answer = json!(suggestion);
+    // The policy's text is the point of the answer: only the evidence's examples are cut.
+    for list in ["rules", "conflicts", "left_to_user"] {
+        if let Some(items) = answer.get_mut(list) {
+            cut_json_strings(items, LIST_TEXT);
+        }
+    }
+    Ok(answer)
+}

@@ -61,6 +61,35 @@ pub(crate) struct PastDecision {
     pub at: i64,
 }
 
+impl PastDecision {
+    /// A recorded request and the user's answer to it (`None`: no answer, or no request to
+    /// read), with what a policy decides on rebuilt as `policy replay` rebuilds it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn of_recorded(
+        request: &[u8],
+        policy_input: Option<&str>,
+        earlier_updates: &[Vec<u8>],
+        context: super::Context,
+        (outcome, option_kind): (Option<&str>, Option<&str>),
+        connection_id: i64,
+        session_id: &str,
+        at: i64,
+    ) -> Option<PastDecision> {
+        let answer = Answer::of(outcome, option_kind)?;
+        let request: Value = serde_json::from_slice(request).ok()?;
+        let params = super::request_params(&request);
+        let (input, _) = DecisionInput::of_recorded(params, policy_input, earlier_updates, context);
+        Some(PastDecision {
+            input,
+            options: params.get("options").cloned(),
+            answer,
+            connection_id,
+            session_id: session_id.to_owned(),
+            at,
+        })
+    }
+}
+
 /// The narrowest thing a rule can name about a request.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -1027,6 +1027,45 @@ pub(crate) struct RecordedPermission {
     pub policy_input: Option<String>,
 }
 
+/// Which answered requests `policy suggest` learns from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AnsweredFilter {
+    /// Asked at or after this time (µs since the epoch).
+    pub since: Option<i64>,
+    /// The agent's name (from `initialize`) contains this, in any case.
+    pub agent: Option<String>,
+    /// Only these sessions (none: every session).
+    pub sessions: Vec<SessionRef>,
+}
+
+/// The permission requests the user answered (not a policy: `decided_by = 'client'`, a shadow
+/// policy's included), oldest first, as `filter` narrows them.
+pub(crate) fn answered_by_user(
+    reader: &Reader,
+    filter: &AnsweredFilter,
+) -> rusqlite::Result<Vec<RecordedPermission>> {
+    let agent = filter.agent.as_deref().map(str::to_lowercase);
+    Ok(recorded_permissions(reader, None)?
+        .into_iter()
+        .filter(|r| r.decided_by.as_deref() == Some("client"))
+        .filter(|r| filter.since.is_none_or(|since| r.requested_at >= since))
+        .filter(|r| {
+            filter.sessions.is_empty()
+                || filter.sessions.iter().any(|s| {
+                    s.connection_id == r.connection_id
+                        && Some(&s.session_id) == r.session_id.as_ref()
+                })
+        })
+        .filter(|r| {
+            agent.as_deref().is_none_or(|want| {
+                r.agent_name
+                    .as_deref()
+                    .is_some_and(|name| name.to_lowercase().contains(want))
+            })
+        })
+        .collect())
+}
+
 /// Every recorded permission request of one session, or of all.
 pub(crate) fn recorded_permissions(
     reader: &Reader,

@@ -109,6 +109,7 @@ fn every_tool_answers_as_the_commands_do() {
         json!({"tool": "check_session", "arguments": {"session": CLAUDE}}),
         json!({"tool": "list_tool_calls", "arguments": {"path": "**/hello.py", "kind": "edit"}}),
         json!({"resource": format!("acptap://session/{connection}/{CLAUDE}/transcript.jsonl")}),
+        json!({"tool": "policy_suggest", "arguments": {"min_evidence": 1}}),
     ];
     let report = client(&sb, &calls);
     assert_eq!(report["server"]["name"], "acptap");
@@ -126,6 +127,7 @@ fn every_tool_answers_as_the_commands_do() {
         "list_permission_requests",
         "search",
         "policy_check",
+        "policy_suggest",
         "check_session",
     ] {
         assert!(tools.contains(&name), "{name} is not listed: {tools:?}");
@@ -266,6 +268,19 @@ fn every_tool_answers_as_the_commands_do() {
         cli["results"][0]["findings"].as_array().unwrap().len()
     );
 
+    // policy_suggest: what `acptap policy suggest --json` says.
+    let suggested = answer(&report, 10);
+    let cli = json_of(&sb, &["policy", "suggest", "--json", "--min-evidence", "1"]);
+    assert_eq!(suggested["policy"], cli["policy"]);
+    assert_eq!(suggested["coverage"], cli["coverage"]);
+    assert_eq!(
+        suggested["rules"].as_array().unwrap().len(),
+        cli["rules"].as_array().unwrap().len()
+    );
+    assert!(
+        cli["coverage"]["user_allows"].as_u64().unwrap() > 0,
+        "{cli}"
+    );
     let edits_of_hello = answer(&report, 8);
     // The same edit in every sample that edits hello.py (the Claude, Codex and Gemini runs).
     assert!(
@@ -329,6 +344,8 @@ fn bad_input_gets_an_mcp_error_and_the_server_goes_on() {
         json!({"tool": "list_tool_calls", "arguments": {"path": "*".repeat(131_000)}}),
         json!({"tool": "list_tool_calls", "arguments": {"path": format!("{}{}", "{a,".repeat(1000), "}".repeat(1000))}}),
         json!({"tool": "list_sessions", "arguments": {}}),
+        json!({"tool": "policy_suggest", "arguments": {"min_evidence": 0}}),
+        json!({"tool": "policy_suggest", "arguments": {"since": "a while"}}),
     ];
     let report = client(&sb, &calls);
     let results = report["results"].as_array().unwrap();
@@ -396,4 +413,6 @@ fn bad_input_gets_an_mcp_error_and_the_server_goes_on() {
         assert!(text.len() < 300, "call {n} echoes its input: {text}");
     }
     assert_eq!(answer(&report, 22)["total"], 1);
+    tool_error(23, "min_evidence");
+    tool_error(24, "since");
 }
