@@ -516,3 +516,60 @@ pub(super) async fn download(
         Err(e) => e,
     }
 }
+
+/// What the suggested-policy page asks for: `acptap policy suggest`'s `--min-evidence` and
+/// `--agent`.
+#[derive(Deserialize)]
+pub(super) struct SuggestQuery {
+    min_evidence: Option<usize>,
+    agent: Option<String>,
+}
+
+fn suggestion_for(
+    reader: &Reader,
+    query: &SuggestQuery,
+) -> Result<crate::policy::suggest::Suggestion, UiError> {
+    let filter = query::AnsweredFilter {
+        agent: query.agent.clone().filter(|a| !a.is_empty()),
+        ..Default::default()
+    };
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    // At least 1, and no more than anyone asks for: past 1,000 nothing is ever suggested.
+    let min_evidence = query.min_evidence.unwrap_or(3).clamp(1, 1_000);
+    Ok(crate::learn::suggestion(
+        reader,
+        &filter,
+        min_evidence,
+        home.as_deref(),
+    )?)
+}
+
+/// The policy the user's answers suggest, with its evidence (as `policy suggest --json`).
+pub(super) async fn policy_suggestion(
+    State(app): State<Arc<App>>,
+    Query(query): Query<SuggestQuery>,
+) -> Response {
+    respond(read(&app, move |r| suggestion_for(r, &query)).await)
+}
+
+/// The suggested policy as a file to save.
+pub(super) async fn policy_download(
+    State(app): State<Arc<App>>,
+    Query(query): Query<SuggestQuery>,
+) -> Response {
+    match read(&app, move |r| suggestion_for(r, &query)).await {
+        Ok(suggestion) => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_owned()),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"acptap-suggested-policy.toml\"".to_owned(),
+                ),
+            ],
+            suggestion.policy,
+        )
+            .into_response(),
+        Err(e) => e,
+    }
+}

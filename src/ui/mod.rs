@@ -416,6 +416,8 @@ fn router(app: Arc<App>) -> Router {
             "/api/sessions/{connection}/{session}/download/{file}",
             get(api::download),
         )
+        .route("/api/policy/suggest", get(api::policy_suggestion))
+        .route("/api/policy/suggest/download", get(api::policy_download))
         .route("/api/events", get(events))
         .fallback(|| async { refuse(StatusCode::NOT_FOUND, "no such page") })
         .layer(middleware::from_fn_with_state(app.clone(), guard))

@@ -13,7 +13,7 @@ use crate::policy_corpus_files::Scratch;
 use crate::util::{Sandbox, acptap_bin, import_lines};
 
 /// The fixtures of one answering mode (`approve-all`, ...), imported into the sandbox.
-fn import_mode(sb: &Sandbox, mode: &str) -> usize {
+pub fn import_mode(sb: &Sandbox, mode: &str) -> usize {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/suggest");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

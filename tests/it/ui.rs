@@ -500,6 +500,17 @@ fn recorded_markup_is_text_on_every_page() {
             ),
             "",
         ),
+        step("to the policy page", "true", "location.hash = '#/policy'"),
+        step(
+            "policy page",
+            "!document.getElementById('policy-view').hidden && document.getElementById('p-text').textContent.length > 0",
+            &set("p-min", "1"),
+        ),
+        step(
+            "policy example",
+            "[...document.querySelectorAll('#p-left td, #p-rules td')].map(td => td.textContent).find(t => t.includes('onerror'))",
+            "",
+        ),
         step(
             "clean",
             "document.querySelectorAll('img, svg, iframe, object, embed, style').length === 0 \
@@ -538,11 +549,89 @@ fn recorded_markup_is_text_on_every_page() {
     );
     // A raw line as read, its line ending included.
     assert_eq!(value(&steps, "stderr"), format!("{payload}\n"), "{steps:?}");
+    // The suggested policy page shows the request's title as text too.
+    assert!(
+        value(&steps, "policy example")
+            .as_str()
+            .is_some_and(|t| t.contains(&payload)),
+        "{steps:?}"
+    );
     assert_eq!(
         value(&steps, "clean"),
         true,
         "an element was made or a script ran: {steps:?}"
     );
+    assert_eq!(console(&steps), Vec::<String>::new(), "the page logged");
+}
+
+/// The suggested policy page, on real agents' recordings: its rules, coverage and file are
+/// what `acptap policy suggest --json` says, for the evidence asked for; the download is the
+/// file.
+#[test]
+fn the_suggested_policy_page_is_what_the_command_suggests() {
+    let sb = Sandbox::new();
+    crate::policy_suggest::import_mode(&sb, "approve-all");
+    let cli = |min: &str| -> Value {
+        let out = sb.acptap(&["policy", "suggest", "--json", "--min-evidence", min]);
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let ui = start(&sb);
+    let url = format!("http://127.0.0.1:{}/?token={}#/policy", ui.port, ui.token);
+    let rule_ids = "[...document.querySelectorAll('#p-rules tbody tr')].map(tr => tr.dataset.rule)";
+    let steps = vec![
+        step(
+            "rules",
+            &format!("document.querySelectorAll('#p-rules tbody tr').length > 0 && {rule_ids}"),
+            "",
+        ),
+        step("text", "document.getElementById('p-text').textContent", ""),
+        step(
+            "coverage",
+            "document.getElementById('p-coverage').textContent",
+            "fetch(document.getElementById('p-download').href).then(r => r.text()).then(t => document.body.dataset.downloaded = t)",
+        ),
+        step(
+            "download",
+            "document.body.dataset.downloaded",
+            &set("p-min", "5"),
+        ),
+        step(
+            "rules at 5",
+            &format!(
+                "document.getElementById('p-download').href.includes('min_evidence=5') && {rule_ids}"
+            ),
+            "",
+        ),
+    ];
+    let steps = drive(&sb, &url, steps, |_| {});
+    let at_3 = cli("3");
+    let ids = |report: &Value| -> Value {
+        report["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].clone())
+            .collect()
+    };
+    assert_eq!(value(&steps, "rules"), ids(&at_3), "{steps:?}");
+    assert_eq!(value(&steps, "text"), at_3["policy"], "{steps:?}");
+    assert_eq!(value(&steps, "download"), at_3["policy"], "{steps:?}");
+    let coverage = value(&steps, "coverage");
+    assert!(
+        coverage.as_str().unwrap().contains(&format!(
+            "answers {} of your {} allows",
+            at_3["coverage"]["allowed"], at_3["coverage"]["user_allows"]
+        )),
+        "{coverage}"
+    );
+    let at_5 = cli("5");
+    assert_ne!(
+        ids(&at_5),
+        ids(&at_3),
+        "the evidence asked for changes the rules"
+    );
+    assert_eq!(value(&steps, "rules at 5"), ids(&at_5), "{steps:?}");
     assert_eq!(console(&steps), Vec::<String>::new(), "the page logged");
 }
 

@@ -568,8 +568,16 @@ function lineDetail(line) {
 
 async function route() {
   const match = location.hash.match(/^#\/s\/(\d+)\/([^/]+)\/(\w+)$/);
+  $("policy-view").hidden = true;
   if (match) {
     await openSession(Number(match[1]), decodeURIComponent(match[2]), match[3]);
+  } else if (location.hash === "#/policy") {
+    current = null;
+    $("where").textContent = " › suggested policy";
+    $("session-view").hidden = true;
+    $("sessions-view").hidden = true;
+    $("policy-view").hidden = false;
+    await loadPolicy();
   } else {
     current = null;
     $("where").textContent = "";
@@ -579,7 +587,65 @@ async function route() {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The suggested policy: its rules with their evidence, the conflicts, what stays asked, the file.
+
+function policyQuery() {
+  const query = new URLSearchParams({ min_evidence: $("p-min").value });
+  if ($("p-agent").value) query.set("agent", $("p-agent").value);
+  return query.toString();
+}
+
+async function loadPolicy() {
+  const query = policyQuery();
+  const s = await get(`/api/policy/suggest?${query}`);
+  $("p-download").href = `/api/policy/suggest/download?${query}`;
+  const c = s.coverage;
+  $("p-coverage").textContent = visible(
+    `${s.rules.length} rule(s): it answers ${c.allowed} of your ${c.user_allows} allows, and none of your ${c.user_refusals} rejections or cancellations`,
+  );
+  const day = (us) => time(us).slice(0, 10);
+  $("p-rules").tBodies[0].replaceChildren(
+    ...s.rules.map((r) =>
+      el("tr", { dataset: { rule: r.id } },
+        el("td", {}, el("code", {}, r.id)),
+        el("td", {}, describe(r.shape)),
+        el("td", {}, r.evidence.allow_once),
+        el("td", {}, r.evidence.allow_always),
+        el("td", {}, r.evidence.sessions),
+        el("td", { title: r.evidence.first_session }, day(r.evidence.first_at)),
+        el("td", { title: r.evidence.last_session }, day(r.evidence.last_at)),
+        el("td", {}, r.evidence.example),
+      ),
+    ),
+  );
+  $("p-conflicts").tBodies[0].replaceChildren(
+    ...s.conflicts.map((k) =>
+      el("tr", {},
+        el("td", {}, describe(k.shape)),
+        el("td", {}, k.evidence.allow_once + k.evidence.allow_always),
+        el("td", {}, k.evidence.rejected),
+        el("td", {}, k.evidence.cancelled),
+        el("td", {}, k.evidence.example),
+      ),
+    ),
+  );
+  $("p-left").tBodies[0].replaceChildren(
+    ...s.left_to_user.map((l) => el("tr", {}, el("td", {}, l.count), el("td", {}, l.why), el("td", {}, l.example))),
+  );
+  $("p-text").textContent = visible(s.policy);
+}
+
+/// A rule's shape in words, as the command line's report says it.
+function describe(shape) {
+  if (shape.type === "commands") return shape.prefixes.map((p) => `\`${p.join(" ")}\``).join(" + ");
+  if (shape.type === "looks") return `${shape.kind} inside the project`;
+  if (shape.dir === "") return `${shape.kind} of a file in the project's top directory`;
+  return `${shape.kind} in ${shape.dir}/`;
+}
+
 for (const id of ["s-filter", "s-since", "s-state"]) $(id).addEventListener("input", renderSessions);
+for (const id of ["p-min", "p-agent"]) $(id).addEventListener("input", loadPolicy);
 for (const id of ["f-status", "f-kind", "f-tool-text", "f-direction", "f-method", "f-text"]) {
   $(id).addEventListener("input", () => current && list.show(sourceFor(current.tab), current.tab));
 }
@@ -594,6 +660,8 @@ async function changed() {
     if (current) {
       // Another session's lines change nothing here.
       if (await loadHead(false)) list.refresh();
+    } else if (!$("policy-view").hidden) {
+      await loadPolicy();
     } else {
       await loadSessions();
     }
