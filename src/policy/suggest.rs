@@ -419,16 +419,16 @@ fn shape_of(reader: &Policy, input: &DecisionInput) -> Result<Shape, String> {
     match &view.command {
         Some(_) if kind == "execute" => commands_shape(&view, kind, &cwd),
         Some(_) => Err(format!(
-            "a `{kind}` call that runs a command: only `execute` calls' commands are suggested"
+            "a call of kind `{kind}` that runs a command: only `execute` calls' commands are suggested"
         )),
         None if kind == "execute" => Err("an execute call without a command".into()),
         None if view.call_paths.is_empty() => Err(format!(
-            "a `{kind}` call naming no path: a rule would allow every one"
+            "a call of kind `{kind}` naming no path: a rule would allow every one"
         )),
         None if READ_ONLY_KINDS.contains(&kind.as_str()) => Ok(Shape::Looks { kind }),
         None if FILE_KINDS.contains(&kind.as_str()) => files_shape(&view.call_paths, kind, &cwd),
         None => Err(format!(
-            "a `{kind}` call: only reads, searches, edits and commands are suggested"
+            "a call of kind `{kind}`: only reads, searches, edits and commands are suggested"
         )),
     }
 }
