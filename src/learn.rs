@@ -8,7 +8,8 @@ use crate::policy::Context;
 use crate::policy::suggest::{PastDecision, Suggestion, suggest};
 use crate::query::{AnsweredFilter, QueryError, Reader, RecordedPermission, answered_by_user};
 
-/// The policy the user's answers (as `filter` narrows them) suggest; `home` is `${home}`.
+/// The policy the user's answers suggest: the allows `filter` keeps, checked against every
+/// refusal whatever the filter says (a rule applies to every session); `home` is `${home}`.
 pub(crate) fn suggestion(
     reader: &Reader,
     filter: &AnsweredFilter,
@@ -20,11 +21,11 @@ pub(crate) fn suggestion(
 }
 
 /// The answered requests as `policy suggest` reads them.
-fn past_decisions(recorded: Vec<RecordedPermission>) -> Vec<PastDecision> {
+fn past_decisions(recorded: Vec<(RecordedPermission, bool)>) -> Vec<PastDecision> {
     recorded
         .into_iter()
-        .filter_map(|r| {
-            PastDecision::of_recorded(
+        .filter_map(|(r, kept)| {
+            let decision = PastDecision::of_recorded(
                 &r.request,
                 r.policy_input.as_deref(),
                 &r.earlier_updates,
@@ -37,7 +38,9 @@ fn past_decisions(recorded: Vec<RecordedPermission>) -> Vec<PastDecision> {
                 r.connection_id,
                 r.session_id.as_deref().unwrap_or_default(),
                 r.requested_at,
-            )
+            )?;
+            // Outside the filter, only a refusal counts.
+            (kept || !decision.answer.allows()).then_some(decision)
         })
         .collect()
 }

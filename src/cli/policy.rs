@@ -315,7 +315,7 @@ fn suggest(args: PolicySuggestArgs) -> anyhow::Result<i32> {
         && std::fs::symlink_metadata(file).is_ok()
     {
         anyhow::bail!(
-            "{} exists: acptap policy suggest never writes over a file; name a new one (-o)",
+            "{} exists: acptap policy suggest never writes over a file (or a directory, or a link); name a new one (-o)",
             file.display()
         );
     }
@@ -361,9 +361,12 @@ fn suggest(args: PolicySuggestArgs) -> anyhow::Result<i32> {
 /// Creates `file` with `text`; never over an existing file or through a link.
 fn write_new_file(file: &std::path::Path, text: &str) -> anyhow::Result<()> {
     use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // Readable by its owner only, as every file acptap writes with -o.
     let mut out = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(0o600)
         .open(file)
         .with_context(|| format!("cannot create {}", file.display()))?;
     out.write_all(text.as_bytes())

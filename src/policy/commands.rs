@@ -1636,19 +1636,18 @@ const SUGGESTIBLE_SUBCOMMANDS: &[(&str, &[&str])] = &[
     (
         "cargo",
         &[
-            "test", "build", "check", "clippy", "doc", "bench", "tree", "metadata", "nextest",
+            "test", "build", "check", "clippy", "bench", "tree", "metadata", "nextest",
         ],
     ),
     ("npm", &["test", "ls"]),
     ("pnpm", &["test", "ls"]),
     ("yarn", &["test"]),
-    ("go", &["test", "build", "vet", "list"]),
 ];
 
 /// The prefix a suggested allow rule names for one simple command the user allowed (`policy
-/// suggest`): the command word, and the subcommand of git, cargo, npm and go (one that only
-/// reads, builds or tests), or the script or target of an interpreter and make. Else why no
-/// rule can name it: a command the table does not know, a wrapper, a program given by its path.
+/// suggest`): the command word, and the subcommand of git, cargo and npm (one that only reads,
+/// builds or tests). Else why no rule can name it: a command the table does not know, a
+/// wrapper, a program given by its path, an interpreter, make, pytest or go.
 pub(crate) fn suggestion_prefix(
     words: &[String],
     arguments: &Arguments,
@@ -1659,16 +1658,26 @@ pub(crate) fn suggestion_prefix(
     }
     let spec = spec_of(command)
         .ok_or_else(|| format!("`{command}` is not a command the command table knows"))?;
+    // Interpreters and make run the project's own code (a script, a target, whatever it now
+    // says), and go's single-dash options are not all in the table: their rules are the user's
+    // to write.
+    if matches!(
+        spec.special,
+        Special::Python | Special::Node | Special::Make
+    ) || spec.names.contains(&"pytest")
+        || command == "go"
+    {
+        return Err(format!(
+            "`{command}` runs the project's code or options the table does not all know: write its rule yourself"
+        ));
+    }
     let mut prefix = vec![command.clone()];
-    let first_positional = || words[1..].iter().find(|w| !w.starts_with('-')).cloned();
     if let Some((_, allowed)) = SUGGESTIBLE_SUBCOMMANDS.iter().find(|(c, _)| c == command) {
-        let sub = match spec.special {
-            Special::Git | Special::Cargo | Special::Npm => {
-                arguments.subcommand.and_then(|i| words.get(i)).cloned()
-            }
-            _ => first_positional(),
-        }
-        .ok_or_else(|| format!("`{command}` without a subcommand"))?;
+        let sub = arguments
+            .subcommand
+            .and_then(|i| words.get(i))
+            .cloned()
+            .ok_or_else(|| format!("`{command}` without a subcommand"))?;
         if !allowed.contains(&sub.as_str()) {
             return Err(format!(
                 "`{command} {sub}`: only {command}'s {} are suggested",
@@ -1678,11 +1687,6 @@ pub(crate) fn suggestion_prefix(
         prefix.push(sub);
     } else if matches!(spec.special, Special::Git | Special::Cargo | Special::Npm) {
         return Err(format!("`{command}`: none of its subcommands is suggested"));
-    } else if matches!(
-        spec.special,
-        Special::Python | Special::Node | Special::Make
-    ) {
-        prefix.extend(first_positional());
     }
     Ok(prefix)
 }

@@ -41,7 +41,7 @@ impl Answer {
         }
     }
 
-    fn allows(self) -> bool {
+    pub(crate) fn allows(self) -> bool {
         matches!(self, Answer::AllowOnce | Answer::AllowAlways)
     }
 }
@@ -105,6 +105,9 @@ pub(crate) enum Shape {
     Files { kind: String, dir: String },
 }
 
+/// A policy file is read up to 1 MiB; the suggested one stays below.
+const MAX_POLICY_BYTES: usize = (1 << 20) - 4096;
+
 /// Kinds that only look at local files: a rule may allow them anywhere in the project.
 const READ_ONLY_KINDS: [&str; 2] = ["read", "search"];
 
@@ -121,13 +124,30 @@ const KEPT_ASKED: &[&str] = &[
     "${home}/.gnupg/**",
     "${home}/.kube/**",
     "${home}/.docker/**",
-    "${home}/.netrc",
     "${home}/.config/gcloud/**",
+    "${home}/.config/gh/**",
+    "${home}/.local/share/keyrings/**",
+    "${home}/.vault-token",
+    "${home}/.*_history",
+    "**/.netrc",
+    "**/.git-credentials",
+    "**/.npmrc",
+    "**/.pypirc",
+    "**/.pgpass",
     "**/.env",
     "**/.env.*",
+    "**/.envrc",
+    "**/.aws/**",
+    "**/.git/config",
+    "**/*.tfstate",
+    "**/*.tfstate.*",
     "**/*.pem",
     "**/*.key",
+    "**/*.p12",
+    "**/*.pfx",
     "**/id_rsa*",
+    "**/id_dsa*",
+    "**/id_ecdsa*",
     "**/id_ed25519*",
 ];
 
@@ -254,6 +274,30 @@ pub(crate) fn suggest(
         })
         .collect();
     name_rules(&mut rules);
+    // A rule the policy loader refuses (a word it cannot take) is no rule: said, never a crash.
+    let mut unwritable: BTreeMap<Shape, String> = BTreeMap::new();
+    rules.retain(|rule| {
+        let alone = render(std::slice::from_ref(rule), &[], min_evidence);
+        match Policy::from_text(Path::new("suggested.toml"), &alone, home) {
+            Ok(_) => true,
+            Err(e) => {
+                unwritable.insert(rule.shape.clone(), e.message);
+                false
+            }
+        }
+    });
+
+    // The file must load: a policy file is read up to 1 MiB. The least allowed rules go first.
+    while rules.len() > 1 && render(&rules, decisions, min_evidence).len() > MAX_POLICY_BYTES {
+        let least = (0..rules.len())
+            .min_by_key(|&i| rules[i].evidence.weight())
+            .expect("rules");
+        let rule = rules.remove(least);
+        unwritable.insert(
+            rule.shape,
+            "the file would pass the 1 MiB a policy file may have: raise --min-evidence".into(),
+        );
+    }
 
     // Checked against every answer: a rule that would allow what the user refused goes.
     let mut dropped: BTreeMap<Shape, String> = BTreeMap::new();
@@ -261,21 +305,24 @@ pub(crate) fn suggest(
         let text = render(&rules, decisions, min_evidence);
         let policy = Policy::from_text(Path::new("suggested.toml"), &text, home)
             .expect("a suggested policy loads");
-        let refused_but_allowed = decisions.iter().find_map(|d| {
-            let verdict = policy.decide_input(&d.input, d.options.as_ref());
-            (!d.answer.allows() && verdict.decision == Decision::Allow)
-                .then_some(verdict.rule)
-                .flatten()
-        });
-        let Some(id) = refused_but_allowed else {
-            break (policy, text);
-        };
-        let at = rules
+        // Every rule that allows a refusal goes at once (a rule behind it may allow it next).
+        let offending: BTreeSet<String> = decisions
             .iter()
-            .position(|r| r.id == id)
-            .expect("only a suggested rule allows");
-        let rule = rules.remove(at);
-        dropped.insert(rule.shape, rule.id);
+            .filter(|d| !d.answer.allows())
+            .filter_map(|d| {
+                let verdict = policy.decide_input(&d.input, d.options.as_ref());
+                (verdict.decision == Decision::Allow)
+                    .then_some(verdict.rule)
+                    .flatten()
+            })
+            .collect();
+        if offending.is_empty() {
+            break (policy, text);
+        }
+        for rule in rules.iter().filter(|r| offending.contains(&r.id)) {
+            dropped.insert(rule.shape.clone(), rule.id.clone());
+        }
+        rules.retain(|r| !offending.contains(&r.id));
     };
 
     let mut coverage = Coverage::default();
@@ -309,6 +356,8 @@ pub(crate) fn suggest(
                         describe(shape),
                         evidence.weight()
                     )
+                } else if let Some(why) = unwritable.get(shape) {
+                    format!("{}: cannot be written as a rule: {why}", describe(shape))
                 } else if let Some(rule) = dropped.get(shape) {
                     format!(
                         "{}: its rule `{rule}` would also allow a request you refused",
@@ -377,7 +426,7 @@ fn example_of(input: &DecisionInput) -> String {
     let text = command.or(title).unwrap_or_default();
     let one_line: String = text
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| if unsafe_in_text(c) { ' ' } else { c })
         .take(120)
         .collect();
     one_line
@@ -397,8 +446,15 @@ fn shape_of(reader: &Policy, input: &DecisionInput) -> Result<Shape, String> {
     let cwd = input
         .cwd
         .as_deref()
+        .filter(|cwd| Path::new(cwd).is_absolute())
         .map(|cwd| canonical(&Disk, Path::new(cwd)))
-        .ok_or("the session's directory is not known")?;
+        .ok_or("the session's directory is not known (or not absolute)")?;
+    if cwd.parent().is_none() || reader.home.as_deref().is_some_and(|h| h.starts_with(&cwd)) {
+        return Err(format!(
+            "the session's directory {} is / or holds your home: too wide for a project",
+            cwd.display()
+        ));
+    }
     let (merged, _) = ToolCall::create(call, UpdateKind::PermissionRequest);
     let mut dialect = Dialect::of(input.agent.as_deref());
     if input.judged.as_deref() == Some("subject:command") {
@@ -566,17 +622,24 @@ fn toml_string(text: &str) -> String {
 fn glob_literal(text: &str) -> String {
     text.chars()
         .map(|c| match c {
-            '*' | '?' | '[' | ']' | '{' | '}' | '\\' | '!' => format!("[{c}]"),
+            // `!` is literal outside brackets (and `[!]` would negate).
+            '*' | '?' | '[' | ']' | '{' | '}' | '\\' => format!("[{c}]"),
             c => c.to_string(),
         })
         .collect()
 }
 
-/// A comment line's text: no control character, no line break.
+/// A comment line's text: no control character, line or paragraph separator, bidirectional
+/// control or invisible format character.
 fn comment(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| if unsafe_in_text(c) { ' ' } else { c })
         .collect()
+}
+
+fn unsafe_in_text(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
 }
 
 /// The policy file.
@@ -843,6 +906,12 @@ mod tests {
             "/usr/bin/git status",
             "git log --output=/tmp/x",
             "find . -delete",
+            "python3 hello.py",
+            "node hello.py",
+            "make test",
+            "pytest",
+            "go test ./...",
+            "cargo doc --open",
         ];
         let mut history = Vec::new();
         for n in 0..5 {
@@ -872,6 +941,74 @@ mod tests {
             s.left_to_user
                 .iter()
                 .all(|l| l.why.starts_with("no rule can name it"))
+        );
+    }
+
+    #[test]
+    fn a_directory_name_is_a_literal_glob_and_odd_directories_never_crash() {
+        let dir = project();
+        let cwd = dir.path();
+        for name in ["a!b", "!neg", "[!x]", "{a,b}", "*"] {
+            let file = cwd.join(name).join("f.rs");
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, "x").unwrap();
+            let history: Vec<PastDecision> = (0..3)
+                .map(|n| decision(cwd, on_file("edit", &file), Answer::AllowOnce, n))
+                .collect();
+            let s = suggest(&history, 3, None);
+            assert_eq!(s.rules.len(), 1, "{name}: {}", s.policy);
+            assert!(allowed(&s, cwd, on_file("edit", &file)), "{name}");
+            assert!(
+                !allowed(&s, cwd, on_file("edit", &cwd.join("src/main.rs"))),
+                "{name}"
+            );
+        }
+        let other = cwd.join("[a]/f.rs");
+        std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+        let history: Vec<PastDecision> = (0..3)
+            .map(|n| {
+                decision(
+                    cwd,
+                    on_file("edit", &cwd.join("[!x]/f.rs")),
+                    Answer::AllowOnce,
+                    n,
+                )
+            })
+            .collect();
+        assert!(!allowed(
+            &suggest(&history, 3, None),
+            cwd,
+            on_file("edit", &other)
+        ));
+    }
+
+    #[test]
+    fn a_session_in_the_root_or_home_directory_teaches_nothing() {
+        let home = project();
+        let history: Vec<PastDecision> = (0..3)
+            .flat_map(|n| {
+                [
+                    decision(
+                        Path::new("/"),
+                        on_file("read", Path::new("/etc/hostname")),
+                        Answer::AllowOnce,
+                        n,
+                    ),
+                    decision(
+                        home.path(),
+                        on_file("read", &home.path().join("README.md")),
+                        Answer::AllowOnce,
+                        n,
+                    ),
+                ]
+            })
+            .collect();
+        let s = suggest(&history, 3, Some(home.path()));
+        assert!(s.rules.is_empty(), "{}", s.policy);
+        assert!(
+            s.left_to_user.iter().all(|l| l.why.contains("too wide")),
+            "{:?}",
+            s.left_to_user
         );
     }
 

@@ -1038,30 +1038,32 @@ pub(crate) struct AnsweredFilter {
     pub sessions: Vec<SessionRef>,
 }
 
-/// The permission requests the user answered (not a policy: `decided_by = 'client'`, a shadow
-/// policy's included), oldest first, as `filter` narrows them.
+/// The permission requests the user answered (not a policy: `decided_by` is `client`, a shadow
+/// policy's included, or `cancelled`), oldest first, each with whether `filter` keeps it.
 pub(crate) fn answered_by_user(
     reader: &Reader,
     filter: &AnsweredFilter,
-) -> rusqlite::Result<Vec<RecordedPermission>> {
+) -> rusqlite::Result<Vec<(RecordedPermission, bool)>> {
     let agent = filter.agent.as_deref().map(str::to_lowercase);
-    Ok(recorded_permissions(reader, None)?
-        .into_iter()
-        .filter(|r| r.decided_by.as_deref() == Some("client"))
-        .filter(|r| filter.since.is_none_or(|since| r.requested_at >= since))
-        .filter(|r| {
-            filter.sessions.is_empty()
+    let kept = |r: &RecordedPermission| {
+        filter.since.is_none_or(|since| r.requested_at >= since)
+            && (filter.sessions.is_empty()
                 || filter.sessions.iter().any(|s| {
                     s.connection_id == r.connection_id
                         && Some(&s.session_id) == r.session_id.as_ref()
-                })
-        })
-        .filter(|r| {
-            agent.as_deref().is_none_or(|want| {
+                }))
+            && agent.as_deref().is_none_or(|want| {
                 r.agent_name
                     .as_deref()
                     .is_some_and(|name| name.to_lowercase().contains(want))
             })
+    };
+    Ok(recorded_permissions(reader, None)?
+        .into_iter()
+        .filter(|r| matches!(r.decided_by.as_deref(), Some("client" | "cancelled")))
+        .map(|r| {
+            let keep = kept(&r);
+            (r, keep)
         })
         .collect())
 }

@@ -217,6 +217,15 @@ fn filters_output_and_bad_values() {
         std::fs::read_to_string(&existing).unwrap(),
         "version = 1\n# mine\n"
     );
+    // Readable by its owner only.
+    let written = sb.path("new.toml");
+    let out = suggest(&sb, &["-o", written.to_str().unwrap()]);
+    assert!(out.status.success());
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&written).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let out = suggest(&sb, &["--min-evidence", "0"]);
     assert_eq!(out.status.code(), Some(2));
     let out = suggest(&sb, &["--session", "no-such-session"]);
@@ -365,4 +374,98 @@ fn allowing_the_whole_hostile_corpus_still_allows_none_of_it() {
         allowed.join("\n"),
         std::fs::read_to_string(&file).unwrap()
     );
+}
+
+/// A cancelled request is a refusal, and a refusal counts whatever the filters keep: `ls`
+/// allowed four times in one session, `ls -la` cancelled in another, then rejected with
+/// reject_always in a third by another agent; `--session`, `--agent` and `--since` narrow the
+/// allows only, so no `ls` rule is ever suggested.
+#[test]
+fn cancellations_and_refusals_outside_the_filters_still_count() {
+    let sb = Sandbox::new();
+    let project = sb.path("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let session = |agent: &str, id: &str, answers: &[(&str, Value)]| {
+        let mut lines: Vec<(&str, Value)> = vec![
+            (
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+            ),
+            (
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentInfo": {"name": agent, "version": "1"}}}),
+            ),
+            (
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": project, "mcpServers": []}}),
+            ),
+            (
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": id}}),
+            ),
+        ];
+        for (n, (command, outcome)) in answers.iter().enumerate() {
+            lines.push(("a2c", json!({"jsonrpc": "2.0", "id": format!("p{n}"),
+                "method": "session/request_permission",
+                "params": {"sessionId": id, "toolCall": {"toolCallId": format!("t{n}"), "kind": "execute",
+                    "title": command, "rawInput": {"command": command, "cwd": project}},
+                    "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                                {"optionId": "never", "name": "Never", "kind": "reject_always"}]}})));
+            lines.push((
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": format!("p{n}"), "result": {"outcome": outcome}}),
+            ));
+        }
+        import_lines(&sb, &lines);
+    };
+    let allow = json!({"outcome": "selected", "optionId": "allow"});
+    session(
+        "agent-a",
+        "allows",
+        &[
+            ("ls", allow.clone()),
+            ("ls", allow.clone()),
+            ("ls", allow.clone()),
+            ("ls", allow),
+        ],
+    );
+    session(
+        "agent-a",
+        "cancels",
+        &[("ls -la", json!({"outcome": "cancelled"}))],
+    );
+    let rules = |args: &[&str]| {
+        let out = suggest(&sb, &[&["--json"], args].concat());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (
+            report["rules"].as_array().unwrap().len(),
+            report["coverage"].clone(),
+        )
+    };
+    let (count, coverage) = rules(&[]);
+    assert_eq!(count, 0, "{coverage}");
+    assert_eq!(coverage["user_refusals"], 1);
+    session(
+        "agent-b",
+        "rejects",
+        &[(
+            "ls -la",
+            json!({"outcome": "selected", "optionId": "never"}),
+        )],
+    );
+    for args in [
+        &["--session", "allows"][..],
+        &["--agent", "agent-a"][..],
+        &["--since", "3650d"][..],
+    ] {
+        let (count, coverage) = rules(args);
+        assert_eq!(count, 0, "{args:?}: {coverage}");
+        assert_eq!(coverage["user_refusals"], 2, "{args:?}");
+        assert_eq!(coverage["refusals_allowed"], 0, "{args:?}");
+    }
 }
