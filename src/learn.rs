@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use crate::policy::Context;
-use crate::policy::suggest::{PastDecision, Suggestion, suggest};
+pub(crate) use crate::policy::suggest::Suggestion;
+use crate::policy::suggest::{PastDecision, suggest};
 use crate::query::{AnsweredFilter, QueryError, Reader, RecordedPermission, answered_by_user};
 
 /// The policy the user's answers suggest: the allows `filter` keeps, checked against every

@@ -528,7 +528,7 @@ pub(super) struct SuggestQuery {
 fn suggestion_for(
     reader: &Reader,
     query: &SuggestQuery,
-) -> Result<crate::policy::suggest::Suggestion, UiError> {
+) -> Result<crate::learn::Suggestion, UiError> {
     let filter = query::AnsweredFilter {
         agent: query.agent.clone().filter(|a| !a.is_empty()),
         ..Default::default()
