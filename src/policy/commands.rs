@@ -770,8 +770,19 @@ const TABLE: &[Spec] = &[
     Spec {
         names: &["go"],
         options: &[
-            ("-exec -toolexec", Value::Word, Some(RunsPrograms)),
-            ("-o -modfile -overlay -pgo", Value::Path, None),
+            (
+                "-exec -toolexec -vettool -ldflags -gcflags -asmflags -gccgoflags",
+                Value::Word,
+                Some(RunsPrograms),
+            ),
+            // What follows goes to the test binary, whose `-test.*` flags write profiles anywhere.
+            ("-args", Value::No, Some(WritesFiles)),
+            (
+                "-o -modfile -overlay -pgo -coverprofile -cpuprofile -memprofile -blockprofile \
+                 -mutexprofile -trace -outputdir -pkgdir",
+                Value::Path,
+                None,
+            ),
             ("-C", Value::Chdir, None),
             ("-run -bench -count -timeout -tags -p", Value::Word, None),
         ],
