@@ -328,10 +328,8 @@ fn suggest(args: PolicySuggestArgs) -> anyhow::Result<i32> {
         filter.sessions.push(query::resolve_session(&reader, spec)?);
     }
     if let Some(since) = args.since {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as i64);
-        filter.since = Some(now.saturating_sub(since.as_micros().min(i64::MAX as u128) as i64));
+        let age = i64::try_from(since.as_micros()).unwrap_or(i64::MAX);
+        filter.since = Some(crate::record::now_us().saturating_sub(age));
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let suggestion = crate::learn::suggestion(

@@ -19,15 +19,25 @@ fn project_policy() -> String {
 /// `acptap doctor ARGS` with the sandbox's database and config home (no config file unless the
 /// test writes one).
 fn doctor(sb: &Sandbox, db: &Path, args: &[&str]) -> Output {
-    Command::new(acptap_bin())
+    let child = Command::new(acptap_bin())
         .arg("doctor")
         .args(args)
         .env("ACPTAP_DB", db)
         .env("XDG_CONFIG_HOME", sb.dir.path())
         .env("HOME", sb.path("home"))
         .env_remove("ACPTAP_CONFIG")
-        .output()
-        .expect("run acptap doctor")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run acptap doctor");
+    // Bounded: a check that waited (on a pipe where a file should be) would hang the test.
+    crate::util::finish(child, std::time::Duration::from_secs(20))
+}
+
+/// Writes `text` to `path`, making its directory.
+fn write_file(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
 }
 
 fn stdout(out: &Output) -> String {
@@ -219,12 +229,8 @@ fn editor_configs_agents() {
     let home = sb.path("home");
     let acptap = acptap_bin();
     let acptap = acptap.to_str().unwrap();
-    let write = |path: &Path, text: &str| {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
     // Zed's settings hold comments and trailing commas.
-    write(
+    write_file(
         &sb.path("zed/settings.json"),
         &format!(
             r#"{{
@@ -238,19 +244,19 @@ fn editor_configs_agents() {
 }}"#
         ),
     );
-    write(
+    write_file(
         &home.join(".jetbrains/acp.json"),
         &format!(
             r#"{{"agent_servers": {{"Typo": {{"command": "{acptap}", "args": ["run", "--lable", "jb", "--", "sh"]}}}}}}"#
         ),
     );
-    write(
+    write_file(
         &home.join(".acpx/config.json"),
         &format!(
             r#"{{"agents": {{"gone": {{"argv": ["{acptap}", "run", "--", "acptap-no-such-agent-xyz"]}}}}}}"#
         ),
     );
-    write(&sb.path("Code/User/settings.json"), "{ \"acp.agents\": ");
+    write_file(&sb.path("Code/User/settings.json"), "{ \"acp.agents\": ");
 
     let out = doctor(&sb, &db, &[]);
     let text = stdout(&out);
@@ -307,14 +313,10 @@ fn editor_configs_that_would_not_start() {
     let home = sb.path("home");
     let acptap = acptap_bin();
     let acptap = acptap.to_str().unwrap();
-    let write = |path: &Path, text: &str| {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
     let bin = sb.path("own-bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::copy("/bin/sh", bin.join("only-here-agent")).unwrap();
-    write(
+    write_file(
         &sb.path("zed/settings.json"),
         &format!(
             r#"{{"agent_servers": {{
@@ -331,11 +333,11 @@ fn editor_configs_that_would_not_start() {
             bin.display()
         ),
     );
-    write(
+    write_file(
         &home.join(".acpx/config.json"),
         "// a comment\n{\"agents\": {\"x\": {\"argv\": [\"sh\"]}}}",
     );
-    write(
+    write_file(
         &home.join(".jetbrains/acp.json"),
         r#"{"agent_servers": ["sh"]}"#,
     );
@@ -344,17 +346,7 @@ fn editor_configs_that_would_not_start() {
     let made = Command::new("mkfifo").arg(&vscode).status().unwrap();
     assert!(made.success());
 
-    let child = Command::new(acptap_bin())
-        .arg("doctor")
-        .env("ACPTAP_DB", &db)
-        .env("XDG_CONFIG_HOME", sb.dir.path())
-        .env("HOME", &home)
-        .env_remove("ACPTAP_CONFIG")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let out = crate::util::finish(child, std::time::Duration::from_secs(20));
+    let out = doctor(&sb, &db, &[]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let fails = |name: &str, words: &[&str]| {

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 
 use crate::policy_corpus_files::Scratch;
-use crate::util::{Sandbox, acptap_bin, import_lines};
+use crate::util::{Sandbox, acptap_bin, import_lines, session_opening};
 
 /// The fixtures of one answering mode (`approve-all`, ...), imported into the sandbox.
 pub fn import_mode(sb: &Sandbox, mode: &str) -> usize {
@@ -271,24 +271,7 @@ fn allowing_the_whole_hostile_corpus_still_allows_none_of_it() {
     for ((cwd_name, agent), calls) in &groups {
         let cwd = scratch.cwd(cwd_name);
         let session = format!("s-{cwd_name}-{agent}");
-        let mut lines: Vec<(&str, Value)> = vec![
-            (
-                "c2a",
-                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
-            ),
-            (
-                "a2c",
-                json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentInfo": {"name": agent, "version": "1"}}}),
-            ),
-            (
-                "c2a",
-                json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}),
-            ),
-            (
-                "a2c",
-                json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": session}}),
-            ),
-        ];
+        let mut lines = session_opening(cwd, &session, Some(agent));
         let mut id = 0;
         for call in calls {
             let call = scratch.substitute(call, cwd);
@@ -386,24 +369,7 @@ fn cancellations_and_refusals_outside_the_filters_still_count() {
     let project = sb.path("project");
     std::fs::create_dir_all(&project).unwrap();
     let session = |agent: &str, id: &str, answers: &[(&str, Value)]| {
-        let mut lines: Vec<(&str, Value)> = vec![
-            (
-                "c2a",
-                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
-            ),
-            (
-                "a2c",
-                json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentInfo": {"name": agent, "version": "1"}}}),
-            ),
-            (
-                "c2a",
-                json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": project, "mcpServers": []}}),
-            ),
-            (
-                "a2c",
-                json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": id}}),
-            ),
-        ];
+        let mut lines = session_opening(&project, id, Some(agent));
         for (n, (command, outcome)) in answers.iter().enumerate() {
             lines.push(("a2c", json!({"jsonrpc": "2.0", "id": format!("p{n}"),
                 "method": "session/request_permission",

@@ -341,22 +341,23 @@ pub fn import_lines(sb: &Sandbox, lines: &[(&str, impl ToString)]) {
     sb.acptap(&["import", path.to_str().unwrap()]);
 }
 
-/// The opening of a recorded connection, for `import_lines`: `initialize`, `session/new` in
-/// `cwd` answered with `session`, and a `session/prompt` (id 2) of `text`, not yet answered.
-pub fn opening_lines(
+/// The opening of a recorded connection, for `import_lines`: `initialize` (answered by `agent`
+/// when given) and `session/new` in `cwd` answered with `session`.
+pub fn session_opening(
     cwd: impl serde::Serialize,
     session: &str,
-    text: &str,
+    agent: Option<&str>,
 ) -> Vec<(&'static str, Value)> {
+    let mut answer = json!({"protocolVersion": 1});
+    if let Some(agent) = agent {
+        answer["agentInfo"] = json!({"name": agent, "version": "1"});
+    }
     vec![
         (
             "c2a",
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
         ),
-        (
-            "a2c",
-            json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}),
-        ),
+        ("a2c", json!({"jsonrpc": "2.0", "id": 0, "result": answer})),
         (
             "c2a",
             json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}),
@@ -365,11 +366,21 @@ pub fn opening_lines(
             "a2c",
             json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": session}}),
         ),
-        (
-            "c2a",
-            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}),
-        ),
     ]
+}
+
+/// [`session_opening`] and a `session/prompt` (id 2) of `text`, not yet answered.
+pub fn opening_lines(
+    cwd: impl serde::Serialize,
+    session: &str,
+    text: &str,
+) -> Vec<(&'static str, Value)> {
+    let mut lines = session_opening(cwd, session, None);
+    lines.push((
+        "c2a",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}),
+    ));
+    lines
 }
 
 /// A `session/update` notification.
