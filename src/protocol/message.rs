@@ -262,6 +262,130 @@ fn classify(line: &[u8], mut decode: impl FnMut(&[u8]) -> Option<Value>) -> Mess
     }
 }
 
+/// The `sessionUpdate` kinds that only carry a message's content: no fact of the session state
+/// reads more of them than the session and the kind (issue 31: parsing their text into a JSON
+/// value was a sixth of the recorder's time at 1 KiB lines).
+const CONTENT_UPDATES: &[&str] = &[
+    "agent_message_chunk",
+    "user_message_chunk",
+    "agent_thought_chunk",
+    "agent_message",
+    "user_message",
+    "agent_thought",
+];
+
+/// [`parse_line`] for the recorder, which reads a line only for its columns and its facts: a
+/// `session/update` notification of a [`CONTENT_UPDATES`] kind is read as deep as those go (the
+/// method, the session, the update's kind and tool call) and its value is that skeleton;
+/// every other line, and any line the skeleton cannot be read from exactly (a repeated key, an
+/// escape the strict reader refuses, a value of another type), is [`parse_line`]'s. The
+/// recorder's columns and facts are the same either way (a test compares them on every
+/// recorded sample); replay and the views, which compare and show content, use [`parse_line`].
+pub(crate) fn parse_line_for_facts(line: &[u8]) -> Message {
+    content_update_skeleton(line.trim_ascii()).unwrap_or_else(|| parse_line(line))
+}
+
+/// The skeleton of a content-only `session/update` notification, or `None` (see
+/// [`parse_line_for_facts`]).
+fn content_update_skeleton(text: &[u8]) -> Option<Message> {
+    use serde_json::value::RawValue;
+    use std::borrow::Cow;
+    // Read in one pass. Struct fields refuse a repeated key, where a JSON value would keep the
+    // last: such a line is left to the full reading. A field given as `null` is there
+    // (`Some("null")`), as it is in a JSON value: `"sessionId": null` hides `scope.sessionId`
+    // from `Message::session_id`.
+    fn present<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<&'de RawValue>, D::Error> {
+        serde::Deserialize::deserialize(deserializer).map(Some)
+    }
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        method: Option<Cow<'a, str>>,
+        #[serde(borrow, default, deserialize_with = "present")]
+        id: Option<&'a RawValue>,
+        #[serde(borrow)]
+        params: Option<ObjectOnly<Params<'a>>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow, default, deserialize_with = "present", rename = "sessionId")]
+        session_id: Option<&'a RawValue>,
+        #[serde(borrow, default, deserialize_with = "present")]
+        scope: Option<&'a RawValue>,
+        #[serde(borrow)]
+        update: Option<ObjectOnly<Update<'a>>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Update<'a> {
+        #[serde(borrow, rename = "sessionUpdate")]
+        session_update: Option<Cow<'a, str>>,
+        #[serde(borrow, default, deserialize_with = "present", rename = "toolCallId")]
+        tool_call_id: Option<&'a RawValue>,
+    }
+    if text.first() != Some(&b'{') {
+        return None;
+    }
+    let envelope: Envelope = serde_json::from_slice(text).ok()?;
+    if envelope.method.as_deref() != Some("session/update")
+        || envelope.id.is_some_and(|id| id.get() != "null")
+    {
+        return None;
+    }
+    let ObjectOnly(params) = envelope.params?;
+    let ObjectOnly(update) = params.update?;
+    let kind = update.session_update?;
+    if !CONTENT_UPDATES.contains(&kind.as_ref()) {
+        return None;
+    }
+    let value = |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).ok();
+    let mut skeleton_update = serde_json::Map::new();
+    skeleton_update.insert("sessionUpdate".into(), Value::String(kind.into_owned()));
+    if let Some(raw) = update.tool_call_id {
+        skeleton_update.insert("toolCallId".into(), value(raw)?);
+    }
+    let mut skeleton_params = serde_json::Map::new();
+    if let Some(raw) = params.session_id {
+        skeleton_params.insert("sessionId".into(), value(raw)?);
+    }
+    if let Some(raw) = params.scope {
+        skeleton_params.insert("scope".into(), value(raw)?);
+    }
+    skeleton_params.insert("update".into(), Value::Object(skeleton_update));
+    let mut skeleton = serde_json::Map::new();
+    skeleton.insert("method".into(), Value::String("session/update".into()));
+    skeleton.insert("params".into(), Value::Object(skeleton_params));
+    Some(Message {
+        kind: MessageKind::Notification,
+        id: None,
+        method: Some("session/update".into()),
+        value: Some(Value::Object(skeleton)),
+    })
+}
+
+/// A struct read from a JSON object only: a derived struct also reads an array, by position,
+/// where a JSON value's `get` finds nothing.
+struct ObjectOnly<T>(T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visitor<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer
+            .deserialize_map(Visitor(std::marker::PhantomData))
+            .map(ObjectOnly)
+    }
+}
+
 /// Parses JSON as the peers do. Strict first; when that fails, once more with what JavaScript
 /// and Python accept and serde_json does not: invalid UTF-8 (as U+FFFD), a lone UTF-16 surrogate escape (`"\ud83d"`, read
 /// as U+FFFD) and Python's `NaN`, `Infinity` and `-Infinity` (read as `null`). Duplicate keys
@@ -478,6 +602,128 @@ mod tests {
         );
         assert_eq!(r.kind, MessageKind::Notification);
         assert_eq!((r.session_id(), r.tool_call_id()), (Some("s"), Some("t")));
+    }
+
+    /// What the recorder keeps of a line: its columns and what the session state learns.
+    fn recorded_reading(
+        state: &mut crate::protocol::SessionState,
+        direction: Direction,
+        seq: i64,
+        message: &Message,
+    ) -> impl PartialEq + std::fmt::Debug + use<> {
+        (
+            message.kind,
+            message.id.clone(),
+            message.method.clone(),
+            message.session_id().map(str::to_owned),
+            message.tool_call_id().map(str::to_owned),
+            state.observe(direction, seq, message),
+        )
+    }
+
+    /// The recorder's reading of a line gives the columns and facts of the full reading, for
+    /// every line of every transcript in tests/fixtures (real agents' and clients' traffic, v1
+    /// and v2, hostile corpora), each connection observed in order.
+    #[test]
+    fn the_recorders_reading_learns_what_the_full_reading_learns_on_every_fixture() {
+        fn transcripts(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    transcripts(&path, out);
+                } else if path.extension().is_some_and(|e| e == "jsonl") {
+                    out.push(path);
+                }
+            }
+        }
+        let mut files = Vec::new();
+        transcripts(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"),
+            &mut files,
+        );
+        let (mut lines, mut skeletons) = (0, 0);
+        for file in &files {
+            let (mut full, mut shallow) = (
+                crate::protocol::SessionState::new(),
+                crate::protocol::SessionState::new(),
+            );
+            for (seq, record) in std::fs::read_to_string(file).unwrap().lines().enumerate() {
+                let Ok(record) = serde_json::from_str::<Value>(record) else {
+                    continue;
+                };
+                let (Some(text), Some(direction)) = (
+                    record.get("text").and_then(Value::as_str),
+                    record
+                        .get("dir")
+                        .and_then(Value::as_str)
+                        .and_then(Direction::from_recorded),
+                ) else {
+                    continue;
+                };
+                let read = parse_line_for_facts(text.as_bytes());
+                lines += 1;
+                skeletons += usize::from(content_update_skeleton(text.trim().as_bytes()).is_some());
+                assert_eq!(
+                    recorded_reading(&mut shallow, direction, seq as i64, &read),
+                    recorded_reading(
+                        &mut full,
+                        direction,
+                        seq as i64,
+                        &parse_line(text.as_bytes())
+                    ),
+                    "{}: {text}",
+                    file.display()
+                );
+            }
+        }
+        // The fixtures hold both kinds of line.
+        assert!(
+            lines > 1000 && skeletons > 100,
+            "{lines} lines, {skeletons} skeletons"
+        );
+    }
+
+    proptest::proptest! {
+        /// The same on lines made to trip a shallow reader: each update kind, keys repeated or
+        /// spelled with escapes, values of other types, bytes inserted anywhere.
+        #[test]
+        fn the_recorders_reading_learns_what_the_full_reading_learns_on_crafted_lines(
+            kind in proptest::sample::select(vec!["agent_message_chunk", "agent_thought", "tool_call", "state_update", "plan"]),
+            session in proptest::sample::select(vec![r#""s""#, "7", "null", r#"{"x":1}"#, r#""s\u0031""#]),
+            extra in proptest::sample::select(vec![
+                "", r#","sessionId":"other""#, r#","update":{"sessionUpdate":"tool_call","toolCallId":"t"}"#,
+                r#","sessi\u006fnId":"esc""#, r#","scope":{"sessionId":"sc"}"#, r#","id":1"#, r#","id":null"#,
+                r#"},"params":["s",null,{"sessionUpdate":"agent_message_chunk"}],"x":{"#,
+            ]),
+            inner in proptest::sample::select(vec![
+                "", r#","toolCallId":"t1""#, r#","sessionUpdate":"tool_call""#, r#","toolCallId":5"#,
+                r#","content":{"type":"text","text":"\ud83d NaN"}"#,
+                r#"},"update":["agent_message_chunk","t"],"x":{"#,
+            ]),
+            insert in proptest::option::of((0usize..400, proptest::sample::select(vec![
+                &b"\\xff"[..], b"\xff", b"NaN", b"}", b"\\ud800", b"\"", b",", b"\\u0000", b"\x01",
+            ]))),
+        ) {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":{session},"update":{{"sessionUpdate":"{kind}","content":{{"type":"text","text":"hi"}}{inner}}}{extra}}}}}"#
+            );
+            let mut line = line.into_bytes();
+            if let Some((at, bytes)) = insert {
+                let at = at.min(line.len());
+                line.splice(at..at, bytes.iter().copied());
+            }
+            let (mut full, mut shallow) = (
+                crate::protocol::SessionState::new(),
+                crate::protocol::SessionState::new(),
+            );
+            for direction in [Direction::AgentToClient, Direction::ClientToAgent] {
+                proptest::prop_assert_eq!(
+                    recorded_reading(&mut shallow, direction, 1, &parse_line_for_facts(&line)),
+                    recorded_reading(&mut full, direction, 1, &parse_line(&line)),
+                    "{}", String::from_utf8_lossy(&line)
+                );
+            }
+        }
     }
 
     #[test]

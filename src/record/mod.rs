@@ -27,7 +27,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use crate::protocol::{Direction, MessageKind, SessionState, parse_line};
+use crate::protocol::message::parse_line_for_facts;
+use crate::protocol::{Direction, MessageKind, SessionState};
 use queue::{ByteBoundedQueue, ByteSize, RECORD_BUFFER_BYTES};
 use store::LineToWrite;
 pub use store::{ConnectionEnd, ConnectionStart, Store, StoreError};
@@ -559,7 +560,7 @@ fn observe(observer: &mut SessionState, line: Line) -> LineToWrite {
         Direction::Stderr => (MessageKind::Stderr, None),
         _ if line.truncated => (MessageKind::Invalid, None),
         _ => {
-            let msg = parse_line(&line.raw);
+            let msg = parse_line_for_facts(&line.raw);
             (msg.kind, Some(msg))
         }
     };

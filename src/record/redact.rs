@@ -85,25 +85,37 @@ impl Redactor {
     /// What in `line` is secret, in order, not overlapping.
     pub(crate) fn findings(&self, line: &[u8]) -> Vec<Finding> {
         let mut found: Vec<Finding> = Vec::new();
-        if let Some(detector) = &self.defaults {
-            // Parsed only when a known place can be in it (most lines: no).
-            let has = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
-            if has(b"mcpServers")
-                || has(b"terminal/create")
-                || (has(b"_meta") && (has(b"headers") || has(b"Headers")))
+        if let Some(detector) = &self.defaults
+            && detector.might_hold_a_secret(line)
+        {
+            // Parsed only when a known place can be in it (most lines: no). The searchers are
+            // built once: building one per line was a visible cost of every line.
+            static PLACES: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 5]> =
+                std::sync::LazyLock::new(|| {
+                    [
+                        &b"mcpServers"[..],
+                        b"terminal/create",
+                        b"_meta",
+                        b"headers",
+                        b"Headers",
+                    ]
+                    .map(memchr::memmem::Finder::new)
+                });
+            let [mcp_servers, terminal_create, meta, headers, headers_capital] = &*PLACES;
+            let has = |finder: &memchr::memmem::Finder| finder.find(line).is_some();
+            if has(mcp_servers)
+                || has(terminal_create)
+                || (has(meta) && (has(headers) || has(headers_capital)))
             {
                 found.extend(known_places(line));
             }
-            found.extend(
-                detector
-                    .find(line)
-                    .into_iter()
-                    .map(|Found { rule, range }| Finding {
-                        rule: rule.to_owned(),
-                        start: range.start,
-                        end: range.end,
-                    }),
-            );
+            found.extend(detector.find_past_the_gate(line).into_iter().map(
+                |Found { rule, range }| Finding {
+                    rule: rule.to_owned(),
+                    start: range.start,
+                    end: range.end,
+                },
+            ));
         }
         for regex in &self.user {
             found.extend(
