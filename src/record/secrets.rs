@@ -302,16 +302,17 @@ impl Detector {
         }
     }
 
-    /// The secrets in `text`, in order, not overlapping.
-    pub(crate) fn find(&self, text: &[u8]) -> Vec<Found> {
-        let mut found = Vec::new();
+    /// The secrets in `text`, in order, not overlapping (the gate, then the rules).
+    #[cfg(test)]
+    fn find(&self, text: &[u8]) -> Vec<Found> {
         if !self.might_hold_a_secret(text) {
-            return found;
+            return Vec::new();
         }
         self.find_past_the_gate(text)
     }
 
-    /// [`Detector::find`] on a text [`Detector::might_hold_a_secret`] let through.
+    /// The secrets in a `text` that [`Detector::might_hold_a_secret`] let through, in order, not
+    /// overlapping.
     pub(crate) fn find_past_the_gate(&self, text: &[u8]) -> Vec<Found> {
         let mut found = Vec::new();
         if !self.anchors.is_match(text) || !self.all.is_match(text) {
