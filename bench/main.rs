@@ -65,6 +65,23 @@ enum Hidden {
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
     },
+    /// Writes a stream workload's lines (as the agent sends them), for profiling the recorder on
+    /// them (bench/breakdown.sh): `--transcript` writes them as a transcript to import instead.
+    #[command(hide = true)]
+    Stream {
+        /// Bytes per line.
+        #[arg(long)]
+        size: usize,
+        /// How many lines.
+        #[arg(long)]
+        count: usize,
+        /// As a transcript (for `acptap import`).
+        #[arg(long)]
+        transcript: bool,
+        /// The file to write.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -109,6 +126,16 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let lines = read::session(index, turns, &output)
                 .with_context(|| format!("cannot write {}", output.display()))?;
             print(&format!("{lines}\n"))?;
+            return Ok(0);
+        }
+        Some(Hidden::Stream {
+            size,
+            count,
+            transcript,
+            output,
+        }) => {
+            proxy::write_stream(size, count, transcript, &output)
+                .with_context(|| format!("cannot write {}", output.display()))?;
             return Ok(0);
         }
         None => {}

@@ -63,6 +63,30 @@ pub fn stream_line(i: usize, size: usize) -> Vec<u8> {
     line
 }
 
+/// Writes `count` lines of the stream workload of `size` bytes to `output`: as the agent sends
+/// them, or as a transcript (`acptap import`'s format; the line without its `\n` as `text`).
+pub fn write_stream(
+    size: usize,
+    count: usize,
+    transcript: bool,
+    output: &Path,
+) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(output)?);
+    for i in 0..count {
+        let line = stream_line(i, size);
+        if transcript {
+            let text = String::from_utf8(line[..line.len() - 1].to_vec())?;
+            let record =
+                serde_json::json!({"seq": i, "t": 0.0, "dir": "a2c", "eol": true, "text": text});
+            writeln!(out, "{record}")?;
+        } else {
+            out.write_all(&line)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
 fn hex(digest: impl AsRef<[u8]>) -> String {
     digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -289,67 +289,26 @@ pub(crate) fn parse_line_for_facts(line: &[u8]) -> Message {
 /// [`parse_line_for_facts`]).
 fn content_update_skeleton(text: &[u8]) -> Option<Message> {
     use serde_json::value::RawValue;
-    use std::borrow::Cow;
-    // Read in one pass. Struct fields refuse a repeated key, where a JSON value would keep the
-    // last: such a line is left to the full reading. A field given as `null` is there
-    // (`Some("null")`), as it is in a JSON value: `"sessionId": null` hides `scope.sessionId`
-    // from `Message::session_id`.
-    fn present<'de, D: serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Option<&'de RawValue>, D::Error> {
-        serde::Deserialize::deserialize(deserializer).map(Some)
-    }
-    #[derive(serde::Deserialize)]
-    struct Envelope<'a> {
-        #[serde(borrow)]
-        method: Option<Cow<'a, str>>,
-        #[serde(borrow, default, deserialize_with = "present")]
-        id: Option<&'a RawValue>,
-        #[serde(borrow)]
-        params: Option<ObjectOnly<Params<'a>>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params<'a> {
-        #[serde(borrow, default, deserialize_with = "present", rename = "sessionId")]
-        session_id: Option<&'a RawValue>,
-        #[serde(borrow, default, deserialize_with = "present")]
-        scope: Option<&'a RawValue>,
-        #[serde(borrow)]
-        update: Option<ObjectOnly<Update<'a>>>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Update<'a> {
-        #[serde(borrow, rename = "sessionUpdate")]
-        session_update: Option<Cow<'a, str>>,
-        #[serde(borrow, default, deserialize_with = "present", rename = "toolCallId")]
-        tool_call_id: Option<&'a RawValue>,
-    }
     if text.first() != Some(&b'{') {
         return None;
     }
-    let envelope: Envelope = serde_json::from_slice(text).ok()?;
-    if envelope.method.as_deref() != Some("session/update")
-        || envelope.id.is_some_and(|id| id.get() != "null")
-    {
-        return None;
-    }
-    let ObjectOnly(params) = envelope.params?;
-    let ObjectOnly(update) = params.update?;
-    let kind = update.session_update?;
-    if !CONTENT_UPDATES.contains(&kind.as_ref()) {
-        return None;
-    }
+    let ContentUpdate {
+        session_id,
+        scope,
+        kind,
+        tool_call_id,
+    } = serde_json::from_slice(text).ok()?;
     let value = |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).ok();
     let mut skeleton_update = serde_json::Map::new();
     skeleton_update.insert("sessionUpdate".into(), Value::String(kind.into_owned()));
-    if let Some(raw) = update.tool_call_id {
+    if let Some(raw) = tool_call_id {
         skeleton_update.insert("toolCallId".into(), value(raw)?);
     }
     let mut skeleton_params = serde_json::Map::new();
-    if let Some(raw) = params.session_id {
+    if let Some(raw) = session_id {
         skeleton_params.insert("sessionId".into(), value(raw)?);
     }
-    if let Some(raw) = params.scope {
+    if let Some(raw) = scope {
         skeleton_params.insert("scope".into(), value(raw)?);
     }
     skeleton_params.insert("update".into(), Value::Object(skeleton_update));
@@ -364,25 +323,162 @@ fn content_update_skeleton(text: &[u8]) -> Option<Message> {
     })
 }
 
-/// A struct read from a JSON object only: a derived struct also reads an array, by position,
-/// where a JSON value's `get` finds nothing.
-struct ObjectOnly<T>(T);
+/// What the recorder reads of a content-only `session/update` notification (see
+/// [`parse_line_for_facts`]), read in one pass that stops as soon as the line is something else:
+/// a `method` other than `session/update`, an `id`, an update of another kind (the common case
+/// for the lines that are not content: they are given up on at their first keys). A key the
+/// reading uses that comes twice also stops it: a JSON value keeps the last, and such a line is
+/// left to the full reading. A field given as `null` is there (`Some("null")`), as it is in a
+/// JSON value: `"sessionId": null` hides `scope.sessionId` from `Message::session_id`.
+struct ContentUpdate<'a> {
+    session_id: Option<&'a serde_json::value::RawValue>,
+    scope: Option<&'a serde_json::value::RawValue>,
+    kind: std::borrow::Cow<'a, str>,
+    tool_call_id: Option<&'a serde_json::value::RawValue>,
+}
 
-impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for ObjectOnly<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor<T>(std::marker::PhantomData<T>);
-        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Visitor<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+/// `params` and `update` of a [`ContentUpdate`], as they are read.
+#[derive(Default)]
+struct ContentFields<'a> {
+    session_id: Option<&'a serde_json::value::RawValue>,
+    scope: Option<&'a serde_json::value::RawValue>,
+    update: Option<(
+        std::borrow::Cow<'a, str>,
+        Option<&'a serde_json::value::RawValue>,
+    )>,
+}
+
+/// Which object of the line a [`ContentReader`] reads.
+#[derive(Clone, Copy)]
+enum ContentLevel {
+    Envelope,
+    Params,
+    Update,
+}
+
+/// Reads one object of a [`ContentUpdate`] (a map only: an array is not an object).
+struct ContentReader(ContentLevel);
+
+/// What a [`ContentReader`] made of its object.
+enum ContentRead<'a> {
+    Envelope(ContentFields<'a>),
+    Params(ContentFields<'a>),
+    Update(
+        std::borrow::Cow<'a, str>,
+        Option<&'a serde_json::value::RawValue>,
+    ),
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for ContentReader {
+    type Value = ContentRead<'de>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ContentReader {
+    type Value = ContentRead<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        use serde_json::value::RawValue;
+        use std::borrow::Cow;
+        let other = || A::Error::custom("not a content update");
+        let mut fields = ContentFields::default();
+        let (mut method, mut id, mut kind, mut tool_call_id) = (false, false, None, None);
+        let once = |seen: bool| if seen { Err(other()) } else { Ok(()) };
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match (self.0, key.as_ref()) {
+                (ContentLevel::Envelope, "method") => {
+                    once(method)?;
+                    method = true;
+                    if map.next_value::<Option<Cow<str>>>()?.as_deref() != Some("session/update") {
+                        return Err(other());
+                    }
+                }
+                (ContentLevel::Envelope, "id") => {
+                    once(id)?;
+                    id = true;
+                    if map.next_value::<&RawValue>()?.get() != "null" {
+                        return Err(other());
+                    }
+                }
+                (ContentLevel::Envelope, "params") => {
+                    once(fields.update.is_some())?;
+                    let ContentRead::Params(params) =
+                        map.next_value_seed(ContentReader(ContentLevel::Params))?
+                    else {
+                        return Err(other());
+                    };
+                    fields = params;
+                    // A `params` without an update is not a content update.
+                    if fields.update.is_none() {
+                        return Err(other());
+                    }
+                }
+                (ContentLevel::Params, "sessionId") => {
+                    once(fields.session_id.is_some())?;
+                    fields.session_id = Some(map.next_value()?);
+                }
+                (ContentLevel::Params, "scope") => {
+                    once(fields.scope.is_some())?;
+                    fields.scope = Some(map.next_value()?);
+                }
+                (ContentLevel::Params, "update") => {
+                    once(fields.update.is_some())?;
+                    let ContentRead::Update(kind, tool_call_id) =
+                        map.next_value_seed(ContentReader(ContentLevel::Update))?
+                    else {
+                        return Err(other());
+                    };
+                    fields.update = Some((kind, tool_call_id));
+                }
+                (ContentLevel::Update, "sessionUpdate") => {
+                    once(kind.is_some())?;
+                    let read: Cow<str> = map.next_value()?;
+                    if !CONTENT_UPDATES.contains(&read.as_ref()) {
+                        return Err(other());
+                    }
+                    kind = Some(read);
+                }
+                (ContentLevel::Update, "toolCallId") => {
+                    once(tool_call_id.is_some())?;
+                    tool_call_id = Some(map.next_value()?);
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
             }
         }
-        deserializer
-            .deserialize_map(Visitor(std::marker::PhantomData))
-            .map(ObjectOnly)
+        Ok(match self.0 {
+            ContentLevel::Envelope if method && fields.update.is_some() => {
+                ContentRead::Envelope(fields)
+            }
+            ContentLevel::Envelope => return Err(other()),
+            ContentLevel::Params => ContentRead::Params(fields),
+            ContentLevel::Update => ContentRead::Update(kind.ok_or_else(other)?, tool_call_id),
+        })
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ContentUpdate<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let ContentRead::Envelope(fields) =
+            serde::de::DeserializeSeed::deserialize(ContentReader(ContentLevel::Envelope), d)?
+        else {
+            return Err(serde::de::Error::custom("not a content update"));
+        };
+        let (kind, tool_call_id) = fields
+            .update
+            .ok_or_else(|| serde::de::Error::custom("not a content update"))?;
+        Ok(ContentUpdate {
+            session_id: fields.session_id,
+            scope: fields.scope,
+            kind,
+            tool_call_id,
+        })
     }
 }
 

@@ -371,8 +371,9 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        for row in rows {
-            let message_id = insert_message(&tx, connection_id, row)?;
+        // The batch's lines first, then what was learned from them (which points at them by id).
+        let first_id = insert_messages(&tx, connection_id, rows)?;
+        for (row, message_id) in rows.iter().zip(first_id..) {
             let written = MessageWritten {
                 tx: &tx,
                 connection_id,
@@ -445,52 +446,127 @@ pub(crate) fn migrations() -> Migrations<'static> {
 /// more.
 const INCREMENTAL_BLOB_BYTES: usize = 1024 * 1024;
 
-fn insert_message(
+/// Message rows written by one `INSERT` statement: a statement's own cost (its step, reset and
+/// journal bookkeeping) is shared by this many lines (issue 31: 2.5 instead of 3.3 µs of CPU per
+/// 64-byte line in a bare program, 5.6 instead of 6.0 per 1 KiB line).
+const ROWS_PER_INSERT: usize = 32;
+
+/// The columns of a message row, in the order [`bind_message`] binds them.
+const MESSAGE_COLUMNS: &str = "id, connection_id, seq, ts, direction, kind, rpc_id, method, session_id, tool_call_id, reply_to_seq, raw, size, truncated, origin, forwarded";
+const MESSAGE_COLUMN_COUNT: usize = 16;
+
+/// Writes the message rows of a batch, in order, with consecutive ids, and returns the first id
+/// (the transaction holds the write lock, so no other writer takes one in between). Rows go
+/// [`ROWS_PER_INSERT`] to a statement; a line longer than [`INCREMENTAL_BLOB_BYTES`] is bound
+/// as a zeroblob of its length and written into its row in pieces, so SQLite never builds the
+/// whole row in memory.
+fn insert_messages(
     tx: &Transaction,
     connection_id: i64,
-    row: &LineToWrite,
+    rows: &[LineToWrite],
 ) -> rusqlite::Result<i64> {
-    let large = row.raw.len() > INCREMENTAL_BLOB_BYTES;
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO messages (connection_id, seq, ts, direction, kind, rpc_id, method, session_id,
-             tool_call_id, reply_to_seq, raw, size, truncated, origin, forwarded)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-    )?;
-    // A large line is bound as a zeroblob of its length (no memory) and written below.
-    let raw: &dyn rusqlite::ToSql = if large {
+    let first_id: i64 = tx.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM messages", [], |r| {
+        r.get(0)
+    })?;
+    let statement_for = |count: usize| {
+        let one = format!("({})", vec!["?"; MESSAGE_COLUMN_COUNT].join(", "));
+        format!(
+            "INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES {}",
+            vec![one; count].join(", ")
+        )
+    };
+    let (many, one) = (statement_for(ROWS_PER_INSERT), statement_for(1));
+    let mut id = first_id;
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        if chunk.len() == ROWS_PER_INSERT {
+            insert_group(tx, &many, id, connection_id, chunk)?;
+        } else {
+            for (at, row) in chunk.iter().enumerate() {
+                insert_group(
+                    tx,
+                    &one,
+                    id + at as i64,
+                    connection_id,
+                    std::slice::from_ref(row),
+                )?;
+            }
+        }
+        id += chunk.len() as i64;
+    }
+    Ok(first_id)
+}
+
+/// Writes `rows` with the ids from `first_id` by `sql`, an insert of that many rows.
+fn insert_group(
+    tx: &Transaction,
+    sql: &str,
+    first_id: i64,
+    connection_id: i64,
+    rows: &[LineToWrite],
+) -> rusqlite::Result<()> {
+    let mut insert = tx.prepare_cached(sql)?;
+    for ((at, row), id) in rows.iter().enumerate().zip(first_id..) {
+        bind_message(
+            &mut insert,
+            at * MESSAGE_COLUMN_COUNT,
+            id,
+            connection_id,
+            row,
+        )?;
+    }
+    insert.raw_execute()?;
+    for (row, id) in rows.iter().zip(first_id..) {
+        if row.raw.len() > INCREMENTAL_BLOB_BYTES {
+            let mut blob = tx.blob_open(rusqlite::MAIN_DB, "messages", "raw", id, false)?;
+            for (i, piece) in row.raw.chunks(INCREMENTAL_BLOB_BYTES).enumerate() {
+                blob.write_at(piece, i * INCREMENTAL_BLOB_BYTES)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Binds one message row's [`MESSAGE_COLUMNS`] after the statement's first `offset` parameters.
+fn bind_message(
+    insert: &mut rusqlite::CachedStatement,
+    offset: usize,
+    id: i64,
+    connection_id: i64,
+    row: &LineToWrite,
+) -> rusqlite::Result<()> {
+    let origin = if row.annotation.written_by_acptap {
+        "acptap"
+    } else {
+        "peer"
+    };
+    // A large line is bound as a zeroblob of its length (no memory) and written afterwards.
+    let raw: &dyn rusqlite::ToSql = if row.raw.len() > INCREMENTAL_BLOB_BYTES {
         &rusqlite::blob::ZeroBlob(row.raw.len() as i32)
     } else {
         &&row.raw[..]
     };
-    insert.execute(params![
-        connection_id,
-        row.seq,
-        row.ts,
-        row.direction,
-        row.kind,
-        row.rpc_id,
-        row.method,
-        row.session_id,
-        row.tool_call_id,
-        row.reply_to_seq,
+    let values: [&dyn rusqlite::ToSql; MESSAGE_COLUMN_COUNT] = [
+        &id,
+        &connection_id,
+        &row.seq,
+        &row.ts,
+        &row.direction,
+        &row.kind,
+        &row.rpc_id,
+        &row.method,
+        &row.session_id,
+        &row.tool_call_id,
+        &row.reply_to_seq,
         raw,
-        row.size,
-        row.truncated,
-        if row.annotation.written_by_acptap {
-            "acptap"
-        } else {
-            "peer"
-        },
-        !row.annotation.withheld,
-    ])?;
-    let id = tx.last_insert_rowid();
-    if large {
-        let mut blob = tx.blob_open(rusqlite::MAIN_DB, "messages", "raw", id, false)?;
-        for (i, chunk) in row.raw.chunks(INCREMENTAL_BLOB_BYTES).enumerate() {
-            blob.write_at(chunk, i * INCREMENTAL_BLOB_BYTES)?;
-        }
+        &row.size,
+        &row.truncated,
+        &origin,
+        &!row.annotation.withheld,
+    ];
+    for (i, value) in values.into_iter().enumerate() {
+        insert.raw_bind_parameter(offset + i + 1, value)?;
     }
-    Ok(id)
+    Ok(())
 }
 
 fn json(value: &Option<Value>) -> Option<String> {

@@ -235,3 +235,45 @@ fn show_sessions_and_tools_read_the_recording() {
     assert_eq!(sessions[0]["tool_calls"], 4);
     assert_eq!(sessions[0]["permission_requests"], 2);
 }
+
+/// Every shared sample, imported by this acptap, exports the bytes the acptap before issue 31's
+/// recorder changes exported (tests/fixtures/exports: each sample as that acptap exported it,
+/// which is also what an export must give back, and its trace).
+#[test]
+fn shared_samples_export_the_bytes_they_exported_before() {
+    let dir = fixture("exports");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let Some(sample) = name
+            .strip_suffix(".jsonl")
+            .filter(|n| !n.ends_with(".trace"))
+        else {
+            continue;
+        };
+        let sandbox = Sandbox::new();
+        sandbox.acptap(&["import", path.to_str().unwrap()]);
+        for (format, expected) in [
+            ("jsonl", path.clone()),
+            ("trace", dir.join(format!("{sample}.trace.jsonl"))),
+        ] {
+            let out = sandbox.path(&format!("{sample}.{format}"));
+            sandbox.acptap(&[
+                "export",
+                "last",
+                "--format",
+                format,
+                "-o",
+                out.to_str().unwrap(),
+            ]);
+            assert!(
+                std::fs::read(&out).unwrap() == std::fs::read(&expected).unwrap(),
+                "{sample}: the {format} export differs from {}",
+                expected.display()
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, SAMPLES.len(), "one export per shared sample");
+}
