@@ -289,7 +289,11 @@ pub(crate) fn parse_line_for_facts(line: &[u8]) -> Message {
 /// [`parse_line_for_facts`]).
 fn content_update_skeleton(text: &[u8]) -> Option<Message> {
     use serde_json::value::RawValue;
-    if text.first() != Some(&b'{') {
+    // Most lines that are not content updates do not name the method at all (spelt with an
+    // escape, it is left to the full reading, which is always right).
+    static METHOD: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"session/update\""));
+    if text.first() != Some(&b'{') || METHOD.find(text).is_none() {
         return None;
     }
     let ContentUpdate {

@@ -378,7 +378,8 @@ impl Detector {
             loop {
                 let end = text.len().min(start + GATE_WINDOW);
                 lowered.clear();
-                lowered.extend(text[start..end].iter().map(u8::to_ascii_lowercase));
+                lowered.extend_from_slice(&text[start..end]);
+                lowered.make_ascii_lowercase();
                 if self.gate.is_match(lowered) {
                     return true;
                 }
