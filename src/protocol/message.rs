@@ -288,7 +288,6 @@ pub(crate) fn parse_line_for_facts(line: &[u8]) -> Message {
 /// The skeleton of a content-only `session/update` notification, or `None` (see
 /// [`parse_line_for_facts`]).
 fn content_update_skeleton(text: &[u8]) -> Option<Message> {
-    use serde_json::value::RawValue;
     // Most lines that are not content updates do not name the method at all (spelt with an
     // escape, it is left to the full reading, which is always right).
     static METHOD: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
@@ -302,18 +301,17 @@ fn content_update_skeleton(text: &[u8]) -> Option<Message> {
         kind,
         tool_call_id,
     } = serde_json::from_slice(text).ok()?;
-    let value = |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).ok();
     let mut skeleton_update = serde_json::Map::new();
     skeleton_update.insert("sessionUpdate".into(), Value::String(kind.into_owned()));
-    if let Some(raw) = tool_call_id {
-        skeleton_update.insert("toolCallId".into(), value(raw)?);
+    if let Some(value) = tool_call_id {
+        skeleton_update.insert("toolCallId".into(), value);
     }
     let mut skeleton_params = serde_json::Map::new();
-    if let Some(raw) = session_id {
-        skeleton_params.insert("sessionId".into(), value(raw)?);
+    if let Some(value) = session_id {
+        skeleton_params.insert("sessionId".into(), value);
     }
-    if let Some(raw) = scope {
-        skeleton_params.insert("scope".into(), value(raw)?);
+    if let Some(value) = scope {
+        skeleton_params.insert("scope".into(), value);
     }
     skeleton_params.insert("update".into(), Value::Object(skeleton_update));
     let mut skeleton = serde_json::Map::new();
@@ -332,24 +330,24 @@ fn content_update_skeleton(text: &[u8]) -> Option<Message> {
 /// a `method` other than `session/update`, an `id`, an update of another kind (the common case
 /// for the lines that are not content: they are given up on at their first keys). A key the
 /// reading uses that comes twice also stops it: a JSON value keeps the last, and such a line is
-/// left to the full reading. A field given as `null` is there (`Some("null")`), as it is in a
-/// JSON value: `"sessionId": null` hides `scope.sessionId` from `Message::session_id`.
+/// left to the full reading. A field given as `null` is there (`Some(Value::Null)`), as it is in
+/// a JSON value: `"sessionId": null` hides `scope.sessionId` from `Message::session_id`. What it
+/// does not keep it still reads as a JSON value is read ([`Skip`]), so it takes exactly the lines
+/// the full reading takes: an out-of-range number or nesting past serde_json's depth limit
+/// anywhere in the line makes it `invalid` either way.
 struct ContentUpdate<'a> {
-    session_id: Option<&'a serde_json::value::RawValue>,
-    scope: Option<&'a serde_json::value::RawValue>,
+    session_id: Option<Value>,
+    scope: Option<Value>,
     kind: std::borrow::Cow<'a, str>,
-    tool_call_id: Option<&'a serde_json::value::RawValue>,
+    tool_call_id: Option<Value>,
 }
 
 /// `params` and `update` of a [`ContentUpdate`], as they are read.
 #[derive(Default)]
 struct ContentFields<'a> {
-    session_id: Option<&'a serde_json::value::RawValue>,
-    scope: Option<&'a serde_json::value::RawValue>,
-    update: Option<(
-        std::borrow::Cow<'a, str>,
-        Option<&'a serde_json::value::RawValue>,
-    )>,
+    session_id: Option<Value>,
+    scope: Option<Value>,
+    update: Option<(std::borrow::Cow<'a, str>, Option<Value>)>,
 }
 
 /// Which object of the line a [`ContentReader`] reads.
@@ -367,10 +365,7 @@ struct ContentReader(ContentLevel);
 enum ContentRead<'a> {
     Envelope(ContentFields<'a>),
     Params(ContentFields<'a>),
-    Update(
-        std::borrow::Cow<'a, str>,
-        Option<&'a serde_json::value::RawValue>,
-    ),
+    Update(std::borrow::Cow<'a, str>, Option<Value>),
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for ContentReader {
@@ -387,7 +382,6 @@ impl<'de> serde::de::Visitor<'de> for ContentReader {
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         use serde::de::Error;
-        use serde_json::value::RawValue;
         use std::borrow::Cow;
         let other = || A::Error::custom("not a content update");
         let mut fields = ContentFields::default();
@@ -405,7 +399,7 @@ impl<'de> serde::de::Visitor<'de> for ContentReader {
                 (ContentLevel::Envelope, "id") => {
                     once(id)?;
                     id = true;
-                    if map.next_value::<&RawValue>()?.get() != "null" {
+                    if !map.next_value::<Value>()?.is_null() {
                         return Err(other());
                     }
                 }
@@ -451,9 +445,7 @@ impl<'de> serde::de::Visitor<'de> for ContentReader {
                     once(tool_call_id.is_some())?;
                     tool_call_id = Some(map.next_value()?);
                 }
-                _ => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                }
+                _ => map.next_value_seed(Skip)?,
             }
         }
         Ok(match self.0 {
@@ -464,6 +456,53 @@ impl<'de> serde::de::Visitor<'de> for ContentReader {
             ContentLevel::Params => ContentRead::Params(fields),
             ContentLevel::Update => ContentRead::Update(kind.ok_or_else(other)?, tool_call_id),
         })
+    }
+}
+
+/// A JSON value read and dropped: every number, string and nesting depth a [`Value`] takes and no
+/// other (serde_json's `IgnoredAny` takes an out-of-range number, `1e999`, which a `Value`
+/// refuses), without building it.
+struct Skip;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Skip {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(Skip)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Skip {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Skip)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Skip)?.is_some() {
+            map.next_value_seed(Skip)?;
+        }
+        Ok(())
     }
 }
 
@@ -783,6 +822,47 @@ mod tests {
         );
     }
 
+    /// Lines a value refuses anywhere in them (an out-of-range number, nesting past serde_json's
+    /// depth limit, in the skipped content or in a field it keeps) are `invalid` to the recorder
+    /// too, as they were before the short reading (found by an outsider's differential test).
+    #[test]
+    fn the_recorders_reading_refuses_what_a_json_value_refuses() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let chunk = |params_extra: &str, update_extra: &str, extra: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s9"{params_extra},"update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"hi"}}{update_extra}}}}}{extra}}}"#
+            )
+        };
+        let big = format!("1{}", "0".repeat(400));
+        for (line, valid) in [
+            (chunk("", "", r#","x":1e999"#), false),
+            (chunk("", "", r#","x":-1e999999"#), false),
+            (chunk("", &format!(r#","n":{big}"#), ""), false),
+            (chunk(r#","y":1e999"#, "", ""), false),
+            (chunk("", &format!(r#","deep":{}"#, deep(127)), ""), false),
+            (chunk(&format!(r#","scope":{}"#, deep(126)), "", ""), false),
+            (chunk("", &format!(r#","deep":{}"#, deep(100)), ""), true),
+            (chunk("", "", r#","x":1e300"#), true),
+        ] {
+            let (mut full, mut shallow) = (
+                crate::protocol::SessionState::new(),
+                crate::protocol::SessionState::new(),
+            );
+            let read = parse_line_for_facts(line.as_bytes());
+            assert_eq!(read.kind != MessageKind::Invalid, valid, "{line}");
+            assert_eq!(
+                recorded_reading(&mut shallow, Direction::AgentToClient, 1, &read),
+                recorded_reading(
+                    &mut full,
+                    Direction::AgentToClient,
+                    1,
+                    &parse_line(line.as_bytes())
+                ),
+                "{line}"
+            );
+        }
+    }
+
     proptest::proptest! {
         /// The same on lines made to trip a shallow reader: each update kind, keys repeated or
         /// spelled with escapes, values of other types, bytes inserted anywhere.
@@ -802,6 +882,7 @@ mod tests {
             ]),
             insert in proptest::option::of((0usize..400, proptest::sample::select(vec![
                 &b"\\xff"[..], b"\xff", b"NaN", b"}", b"\\ud800", b"\"", b",", b"\\u0000", b"\x01",
+                b"1e999,", b"-1e999", b"12345678901234567890123456789012345678901234567890e300",
             ]))),
         ) {
             let line = format!(

@@ -363,8 +363,9 @@ impl Detector {
         thread_local! {
             static LOWERED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        // A window at a time, each overlapping the last by the longest literal less a byte (so
-        // no literal falls between two): a 64 MiB line costs 64 KiB more, not 64 MiB.
+        // A window at a time, each overlapping the last by as many bytes as the longest literal
+        // can take (three a letter, for the Kelvin sign), so no literal falls between two: a
+        // 64 MiB line costs 64 KiB more, not 64 MiB.
         let overlap = ANCHORS
             .iter()
             .chain(GATE_WORDS)
@@ -372,7 +373,7 @@ impl Detector {
             .map(|literal| literal.len())
             .max()
             .unwrap_or(1)
-            - 1;
+            * 3;
         LOWERED.with_borrow_mut(|lowered| {
             let mut start = 0;
             loop {
@@ -380,6 +381,7 @@ impl Detector {
                 lowered.clear();
                 lowered.extend_from_slice(&text[start..end]);
                 lowered.make_ascii_lowercase();
+                fold_to_ascii(lowered);
                 if self.gate.is_match(lowered) {
                     return true;
                 }
@@ -390,6 +392,33 @@ impl Detector {
             }
         })
     }
+}
+
+/// Writes the two characters that Unicode case folding makes ASCII letters as those letters: the
+/// rules that ignore case do so the Unicode way (`(?i)`), so `x-api-\u{212A}ey` (a Kelvin sign)
+/// is an `api-key` header to them, and `aws_\u{17F}ecret` (a long s) an AWS secret; the gate
+/// must let such a line through. (These two are the only characters outside ASCII that a
+/// case-insensitive ASCII letter matches; a test asks the regex crate.)
+fn fold_to_ascii(lowered: &mut Vec<u8>) {
+    const FOLDS: [(&[u8], u8); 2] = [("\u{212A}".as_bytes(), b'k'), ("\u{17F}".as_bytes(), b's')];
+    if memchr::memchr2(0xE2, 0xC5, lowered).is_none() {
+        return;
+    }
+    let mut folded = Vec::with_capacity(lowered.len());
+    let mut rest = &lowered[..];
+    while let Some((&first, tail)) = rest.split_first() {
+        match FOLDS.iter().find(|(from, _)| rest.starts_with(from)) {
+            Some((from, to)) => {
+                folded.push(*to);
+                rest = &rest[from.len()..];
+            }
+            None => {
+                folded.push(first);
+                rest = tail;
+            }
+        }
+    }
+    *lowered = folded;
 }
 
 /// The bytes the gate lower-cases and reads at a time (see [`Detector::might_hold_a_secret`]).
@@ -493,6 +522,27 @@ mod tests {
         }
     }
 
+    /// The characters outside ASCII that a case-insensitive ASCII letter matches, as the rules'
+    /// regex reads them, are the ones the gate folds.
+    #[test]
+    fn the_gate_folds_every_character_the_rules_take_for_an_ascii_letter() {
+        let letter = Regex::new(r"(?i)^[a-z]$").unwrap();
+        let folded: Vec<char> = (0x80u32..0x11_0000)
+            .filter_map(char::from_u32)
+            .filter(|c| letter.is_match(c.to_string().as_bytes()))
+            .collect();
+        assert_eq!(folded, ['\u{17F}', '\u{212A}']);
+        let detector = Detector::new();
+        for line in [
+            "x-api-\u{212A}ey: abcd1234efgh5678ijkl",
+            "aws_\u{17F}ecret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEZ",
+            "private-to\u{212A}en: 0123456789abcdefghij",
+        ] {
+            assert!(detector.might_hold_a_secret(line.as_bytes()), "{line}");
+            assert!(detector.anchors.is_match(line.as_bytes()), "{line}");
+        }
+    }
+
     proptest::proptest! {
         /// The gate never rules out a line the anchors match: any anchor, or any spelling of a
         /// context word (each `_?` there or not), in any case, amid any bytes.
@@ -519,10 +569,20 @@ mod tests {
                     })
                     .collect::<String>(),
             };
+            // Each letter in either case, and a k or an s now and then as the character that
+            // Unicode case folding makes it (the Kelvin sign, the long s).
             let word: Vec<u8> = word
-                .bytes()
-                .zip(uppercase.iter().cycle())
-                .map(|(b, up)| if *up { b.to_ascii_uppercase() } else { b.to_ascii_lowercase() })
+                .chars()
+                .zip(uppercase.iter().cycle().zip(uppercase.iter().rev().cycle()))
+                .flat_map(|(c, (up, odd))| {
+                    let c = match (c.to_ascii_lowercase(), *up && *odd) {
+                        ('k', true) => '\u{212A}',
+                        ('s', true) => '\u{17F}',
+                        _ if *up => c.to_ascii_uppercase(),
+                        _ => c.to_ascii_lowercase(),
+                    };
+                    c.to_string().into_bytes()
+                })
                 .collect();
             let text = [&before[..], &word, &after].concat();
             // The same word across the boundary of the gate's windows.
