@@ -170,17 +170,38 @@ impl Store {
                 .create(dir)
                 .map_err(|e| open_err(e.into()))?;
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| open_err(e.into()))?;
+        // Never open and close a descriptor of an existing database file here: POSIX locks
+        // belong to the process, and closing any descriptor of the file drops every lock the
+        // process holds on it, SQLite's too. The recorder's shared lock gone, another process
+        // closing the database took itself for the last one and deleted the write-ahead log
+        // under the recorder, whose next commits were lost (opening the checkpointer's
+        // connection did that, beside the recorder's). So the file is made (mode 0600) only
+        // when it is not there yet, and the lock below is taken on its directory.
+        let missing = matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+        if missing {
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+            {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(open_err(e.into())),
+            }
+        } else {
+            writable(path).map_err(|e| open_err(e.into()))?;
+        }
         // Several acptap processes may open a new database at once: the first one creates the
-        // schema while the others wait here. flock does not interact with SQLite's own (fcntl)
-        // locks on Linux, and it ends with `file`.
+        // schema while the others wait here (flock on the directory, which SQLite never
+        // locks; it ends with `directory`).
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let directory = std::fs::File::open(dir).map_err(|e| open_err(e.into()))?;
         // SAFETY: flock on a file descriptor we own.
-        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        unsafe { libc::flock(directory.as_raw_fd(), libc::LOCK_EX) };
         let conn = Connection::open(path).map_err(|e| open_err(e.into()))?;
         Self::prepare(conn, busy).map_err(open_err)
     }
@@ -387,6 +408,22 @@ impl Store {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// Whether this process may write `path` (without opening it: see [`Store::open_waiting`]); the
+/// error says why not, as opening it for writing would (a directory, no permission).
+fn writable(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    if path.is_dir() {
+        return Err(std::io::Error::from_raw_os_error(libc::EISDIR));
+    }
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: access(2) on a NUL-terminated path we own.
+    if unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// How many of this database's pages make `bytes`.

@@ -376,3 +376,45 @@ fn a_database_locked_at_start_up_records_the_whole_connection_once_free() {
         1
     );
 }
+
+/// Another process that opens the database while acptap records, and closes it, is not the last
+/// connection: the write-ahead log stays, and every line is recorded. POSIX locks belong to the
+/// process, and closing any descriptor of the file drops all of them: acptap used to open and
+/// close one of its own when the checkpointer's connection opened beside the recorder's, and
+/// then a reader's close (the `sqlite3` shell, or Python's, as here) deleted the log under the
+/// recorder, whose next commits were lost (an outsider found recordings that stopped short).
+#[test]
+fn a_reader_closing_the_database_while_acptap_records_deletes_nothing() {
+    let sb = Sandbox::new();
+    let agent = sb.path("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 40 ]; do\n  echo \"{\\\"jsonrpc\\\":\\\"2.0\\\",\\\"method\\\":\\\"_x\\\",\\\"params\\\":{\\\"i\\\":$i}}\"\n  i=$((i+1)); sleep 0.05\ndone\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let child = sb.proxy(&[], &[agent.as_os_str()]);
+    let db = sb.db();
+    let wal = std::path::PathBuf::from(format!("{}-wal", db.display()));
+    assert!(eventually(Duration::from_secs(10), || {
+        sb.conn()
+            .query_row("SELECT count(*) FROM messages", [], |r| r.get::<_, i64>(0))
+            .is_ok_and(|n| n >= 5)
+    }));
+    // A read-write connection of another process, as the sqlite3 shell opens, closed at once.
+    let reader = std::process::Command::new(crate::tools::python())
+        .arg("-c")
+        .arg("import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT count(*) FROM messages').fetchall(); c.close()")
+        .arg(&db)
+        .status()
+        .unwrap();
+    assert!(reader.success());
+    assert!(wal.exists(), "the log was deleted while acptap recorded");
+    let output = finish(child, Duration::from_secs(20));
+    assert!(output.status.success());
+    assert_eq!(sb.count("SELECT count(*) FROM messages"), 40);
+    assert_eq!(
+        sb.count("SELECT count(*) FROM connections WHERE ended_at IS NOT NULL AND complete = 1"),
+        1
+    );
+}
