@@ -445,7 +445,7 @@ impl<'de> serde::de::Visitor<'de> for ContentReader {
                     once(tool_call_id.is_some())?;
                     tool_call_id = Some(map.next_value()?);
                 }
-                _ => map.next_value_seed(Skip)?,
+                _ => map.next_value_seed(Skip::ANY)?,
             }
         }
         Ok(match self.0 {
@@ -461,13 +461,26 @@ impl<'de> serde::de::Visitor<'de> for ContentReader {
 
 /// A JSON value read and dropped: every number, string and nesting depth a [`Value`] takes and no
 /// other (serde_json's `IgnoredAny` takes an out-of-range number, `1e999`, which a `Value`
-/// refuses), without building it.
-struct Skip;
+/// refuses), without building it. [`Skip::ONE_WAY`] also refuses an object that names a key
+/// twice, which readers resolve differently (replay's `reads_one_way`).
+#[derive(Clone, Copy)]
+pub(crate) struct Skip {
+    refuse_repeated_keys: bool,
+}
+
+impl Skip {
+    pub(crate) const ANY: Skip = Skip {
+        refuse_repeated_keys: false,
+    };
+    pub(crate) const ONE_WAY: Skip = Skip {
+        refuse_repeated_keys: true,
+    };
+}
 
 impl<'de> serde::de::DeserializeSeed<'de> for Skip {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(Skip)
+        d.deserialize_any(self)
     }
 }
 
@@ -495,12 +508,22 @@ impl<'de> serde::de::Visitor<'de> for Skip {
         Ok(())
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Skip)?.is_some() {}
+        while seq.next_element_seed(self)?.is_some() {}
         Ok(())
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_key_seed(Skip)?.is_some() {
-            map.next_value_seed(Skip)?;
+        if !self.refuse_repeated_keys {
+            while map.next_key_seed(self)?.is_some() {
+                map.next_value_seed(self)?;
+            }
+            return Ok(());
+        }
+        let mut keys = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !keys.insert(key) {
+                return Err(serde::de::Error::custom("a key written twice"));
+            }
+            map.next_value_seed(self)?;
         }
         Ok(())
     }

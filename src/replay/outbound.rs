@@ -902,55 +902,10 @@ fn command_notice(object: &Map<String, Value>) -> String {
 /// Whether every JSON reader reads `text` the same way: strict JSON (UTF-8, no lone surrogate,
 /// no NaN) and no key written twice in any object.
 pub fn reads_one_way(text: &[u8]) -> bool {
-    use serde::de::{DeserializeSeed, Error, MapAccess, SeqAccess, Visitor};
-
-    struct NoDuplicateKeys;
-    impl<'de> DeserializeSeed<'de> for NoDuplicateKeys {
-        type Value = ();
-        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-            d.deserialize_any(self)
-        }
-    }
-    impl<'de> Visitor<'de> for NoDuplicateKeys {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("JSON")
-        }
-        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_str<E>(self, _: &str) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_unit<E>(self) -> Result<(), E> {
-            Ok(())
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-            while seq.next_element_seed(NoDuplicateKeys)?.is_some() {}
-            Ok(())
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            let mut keys = HashSet::new();
-            while let Some(key) = map.next_key::<String>()? {
-                if !keys.insert(key) {
-                    return Err(A::Error::custom("a key written twice"));
-                }
-                map.next_value_seed(NoDuplicateKeys)?;
-            }
-            Ok(())
-        }
-    }
     let mut reader = serde_json::Deserializer::from_slice(text);
-    NoDuplicateKeys.deserialize(&mut reader).is_ok() && reader.end().is_ok()
+    serde::de::DeserializeSeed::deserialize(crate::protocol::message::Skip::ONE_WAY, &mut reader)
+        .is_ok()
+        && reader.end().is_ok()
 }
 
 fn serialised(value: &Value) -> Vec<u8> {
