@@ -177,18 +177,17 @@ impl Store {
         // under the recorder, whose next commits were lost (opening the checkpointer's
         // connection did that, beside the recorder's). So the file is made (mode 0600) only
         // when it is not there yet, and the lock below is taken on its directory.
-        let missing = matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+        // (Through a symbolic link, as SQLite opens it: a link to a file not made yet is made.)
+        let missing =
+            matches!(std::fs::metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
         if missing {
-            match OpenOptions::new()
+            OpenOptions::new()
                 .write(true)
-                .create_new(true)
+                .create(true)
+                .truncate(false)
                 .mode(0o600)
                 .open(path)
-            {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(open_err(e.into())),
-            }
+                .map_err(|e| open_err(e.into()))?;
         } else {
             writable(path).map_err(|e| open_err(e.into()))?;
         }
