@@ -295,12 +295,18 @@ fn content_update_skeleton(text: &[u8]) -> Option<Message> {
     if text.first() != Some(&b'{') || METHOD.find(text).is_none() {
         return None;
     }
-    let ContentUpdate {
+    let mut reader = serde_json::Deserializer::from_slice(text);
+    let ContentRead::Fields(ContentFields {
         session_id,
         scope,
-        kind,
-        tool_call_id,
-    } = serde_json::from_slice(text).ok()?;
+        update: Some((kind, tool_call_id)),
+    }) =
+        serde::de::DeserializeSeed::deserialize(ContentReader(ContentLevel::Envelope), &mut reader)
+            .ok()?
+    else {
+        return None;
+    };
+    reader.end().ok()?;
     let mut skeleton_update = serde_json::Map::new();
     skeleton_update.insert("sessionUpdate".into(), Value::String(kind.into_owned()));
     if let Some(value) = tool_call_id {
@@ -326,23 +332,15 @@ fn content_update_skeleton(text: &[u8]) -> Option<Message> {
 }
 
 /// What the recorder reads of a content-only `session/update` notification (see
-/// [`parse_line_for_facts`]), read in one pass that stops as soon as the line is something else:
-/// a `method` other than `session/update`, an `id`, an update of another kind (the common case
-/// for the lines that are not content: they are given up on at their first keys). A key the
-/// reading uses that comes twice also stops it: a JSON value keeps the last, and such a line is
-/// left to the full reading. A field given as `null` is there (`Some(Value::Null)`), as it is in
-/// a JSON value: `"sessionId": null` hides `scope.sessionId` from `Message::session_id`. What it
-/// does not keep it still reads as a JSON value is read ([`Skip`]), so it takes exactly the lines
-/// the full reading takes: an out-of-range number or nesting past serde_json's depth limit
-/// anywhere in the line makes it `invalid` either way.
-struct ContentUpdate<'a> {
-    session_id: Option<Value>,
-    scope: Option<Value>,
-    kind: std::borrow::Cow<'a, str>,
-    tool_call_id: Option<Value>,
-}
-
-/// `params` and `update` of a [`ContentUpdate`], as they are read.
+/// [`parse_line_for_facts`]): its `params` and their `update`, read in one pass that stops as
+/// soon as the line is something else: a `method` other than `session/update`, an `id`, an update
+/// of another kind (the common case for the lines that are not content: they are given up on at
+/// their first keys). A key the reading uses that comes twice also stops it: a JSON value keeps
+/// the last, and such a line is left to the full reading. A field given as `null` is there
+/// (`Some(Value::Null)`), as it is in a JSON value: `"sessionId": null` hides `scope.sessionId`
+/// from `Message::session_id`. What it does not keep it still reads as a JSON value is read
+/// ([`Skip`]), so it takes exactly the lines the full reading takes: an out-of-range number or
+/// nesting past serde_json's depth limit anywhere in the line makes it `invalid` either way.
 #[derive(Default)]
 struct ContentFields<'a> {
     session_id: Option<Value>,
@@ -358,13 +356,13 @@ enum ContentLevel {
     Update,
 }
 
-/// Reads one object of a [`ContentUpdate`] (a map only: an array is not an object).
+/// Reads one object of a content update (a map only: an array is not an object).
 struct ContentReader(ContentLevel);
 
-/// What a [`ContentReader`] made of its object.
+/// What a [`ContentReader`] made of its object: the fields (of the envelope, of its `params`),
+/// or the update's kind and tool call.
 enum ContentRead<'a> {
-    Envelope(ContentFields<'a>),
-    Params(ContentFields<'a>),
+    Fields(ContentFields<'a>),
     Update(std::borrow::Cow<'a, str>, Option<Value>),
 }
 
@@ -405,7 +403,7 @@ impl<'de> serde::de::Visitor<'de> for ContentReader {
                 }
                 (ContentLevel::Envelope, "params") => {
                     once(fields.update.is_some())?;
-                    let ContentRead::Params(params) =
+                    let ContentRead::Fields(params) =
                         map.next_value_seed(ContentReader(ContentLevel::Params))?
                     else {
                         return Err(other());
@@ -449,11 +447,8 @@ impl<'de> serde::de::Visitor<'de> for ContentReader {
             }
         }
         Ok(match self.0 {
-            ContentLevel::Envelope if method && fields.update.is_some() => {
-                ContentRead::Envelope(fields)
-            }
-            ContentLevel::Envelope => return Err(other()),
-            ContentLevel::Params => ContentRead::Params(fields),
+            ContentLevel::Envelope if !method || fields.update.is_none() => return Err(other()),
+            ContentLevel::Envelope | ContentLevel::Params => ContentRead::Fields(fields),
             ContentLevel::Update => ContentRead::Update(kind.ok_or_else(other)?, tool_call_id),
         })
     }
@@ -526,25 +521,6 @@ impl<'de> serde::de::Visitor<'de> for Skip {
             map.next_value_seed(self)?;
         }
         Ok(())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for ContentUpdate<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let ContentRead::Envelope(fields) =
-            serde::de::DeserializeSeed::deserialize(ContentReader(ContentLevel::Envelope), d)?
-        else {
-            return Err(serde::de::Error::custom("not a content update"));
-        };
-        let (kind, tool_call_id) = fields
-            .update
-            .ok_or_else(|| serde::de::Error::custom("not a content update"))?;
-        Ok(ContentUpdate {
-            session_id: fields.session_id,
-            scope: fields.scope,
-            kind,
-            tool_call_id,
-        })
     }
 }
 
