@@ -706,7 +706,8 @@ impl Conversation {
         }
     }
 
-    fn end(mut self, last: Option<&Line>) -> Outcome {
+    /// What the conversation broke, once its last line is read; `any_line`: whether it had one.
+    fn end(mut self, any_line: bool) -> Outcome {
         let mut open: Vec<(Direction, Pending)> = self
             .pending
             .drain()
@@ -725,7 +726,7 @@ impl Conversation {
                 format!(
                     "`{}` never got a response{}",
                     pending.method,
-                    if last.is_some() {
+                    if any_line {
                         " before the conversation ended"
                     } else {
                         ""
@@ -790,18 +791,48 @@ pub(crate) struct Outcome {
     pub agent: Option<String>,
 }
 
+impl Outcome {
+    /// Leaves out the findings `silenced(agent, rule)` names (the config file's `[check.silence]`,
+    /// for the agent of this conversation) and says how many.
+    pub(crate) fn silence(&mut self, silenced: impl Fn(Option<&str>, &str) -> bool) -> usize {
+        let before = self.findings.len();
+        let agent = self.agent.as_deref();
+        self.findings.retain(|f| !silenced(agent, f.rule));
+        before - self.findings.len()
+    }
+}
+
+/// A conversation checked one line at a time, in order: what [`check`] does, for lines read one
+/// after the other (a recording read from the database, never held whole).
+#[derive(Default)]
+pub(crate) struct Checker {
+    conversation: Conversation,
+    any_line: bool,
+}
+
+impl Checker {
+    /// The next line of the conversation.
+    pub(crate) fn line(&mut self, line: &Line) {
+        if line.raw.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        self.conversation.line(line);
+        self.any_line = true;
+    }
+
+    /// What the conversation broke, its last line read.
+    pub(crate) fn finish(self) -> Outcome {
+        self.conversation.end(self.any_line)
+    }
+}
+
 /// Checks a conversation, given its lines in order.
 pub(crate) fn check<'a>(lines: impl IntoIterator<Item = Line<'a>>) -> Outcome {
-    let mut conversation = Conversation::default();
-    let mut last = None;
+    let mut checker = Checker::default();
     for line in lines {
-        if line.raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        conversation.line(&line);
-        last = Some(line);
+        checker.line(&line);
     }
-    conversation.end(last.as_ref())
+    checker.finish()
 }
 
 #[cfg(test)]

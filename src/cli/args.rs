@@ -67,7 +67,8 @@ pub(crate) enum Command {
     Report(ReportArgs),
     /// Follow a database live: one line per tool call, permission decision and turn end.
     Tail(TailArgs),
-    /// Counts and durations: tool calls per kind and status, permission decisions, turns, bytes.
+    /// Counts and durations: tool calls per kind and status, permission decisions, turns, bytes;
+    /// with --by-method, one session's latency per request method and tool kind.
     Stats(StatsArgs),
     /// Delete connections older than a duration, with everything recorded under them.
     Prune(PruneArgs),
@@ -386,6 +387,10 @@ pub(crate) struct StatsArgs {
     /// Only connections started within this duration: 30m, 12h, 7d.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub since: Option<Duration>,
+    /// Latency per request method and per tool kind, of one SESSION (`last` for the latest):
+    /// count, failed, p50, p99, max, total and a distribution, the slowest and the failed first.
+    #[arg(long, requires = "session", conflicts_with = "since")]
+    pub by_method: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -104,7 +104,12 @@ pub(crate) fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Search(args) => commands::views::search(args, config),
         Command::Redact(args) => commands::redact::check(args, config),
         Command::Ui(args) => {
-            crate::ui::serve(args.db.path()?, args.port, args.open, |url| {
+            config.check.validate()?;
+            let check = config.check.clone();
+            let silenced = std::sync::Arc::new(move |agent: Option<&str>, rule: &str| {
+                check.silenced(agent, rule)
+            });
+            crate::ui::serve(args.db.path()?, args.port, args.open, silenced, |url| {
                 print(&format!("{url}\n"))
             })?;
             Ok(0)

@@ -503,19 +503,10 @@ pub(crate) struct CheckSession {
 }
 
 pub(crate) fn check_session(reader: &Reader, args: CheckSession) -> Result<Value, ToolError> {
-    use crate::check::{Direction, Line};
     let session = session(reader, &args.session)?;
-    let lines: Vec<(i64, Direction, Vec<u8>)> =
-        query::connection_lines(reader, session.connection_id)
-            .map_err(QueryError::from)?
-            .into_iter()
-            .filter_map(|l| Some((l.seq, l.direction.on_the_pipe()?, l.raw)))
-            .collect();
-    let outcome = crate::check::check(lines.iter().map(|(seq, direction, raw)| Line {
-        seq: *seq,
-        direction: *direction,
-        raw,
-    }));
+    let query::findings::CheckedConnection { outcome, lines } =
+        query::findings::check_connection(reader, session.connection_id)
+            .map_err(QueryError::from)?;
     let page = page(args.offset, args.limit, 50).page_of(outcome.findings.iter());
     let mut answer = json!(page.map(|f| {
         let mut v = json!(f);
@@ -523,7 +514,7 @@ pub(crate) fn check_session(reader: &Reader, args: CheckSession) -> Result<Value
         v
     }));
     answer["session"] = json!(session.session_id);
-    answer["lines"] = json!(lines.len());
+    answer["lines"] = json!(lines);
     Ok(answer)
 }
 

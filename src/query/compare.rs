@@ -24,7 +24,7 @@ use super::Reader;
 use super::SessionRef;
 use crate::protocol::relocate::Relocation;
 
-pub use diff::{Difference, compare, render};
+pub use diff::{DEFAULT_TIMING_THRESHOLD_US, DiffReport, Difference, compare, render, report};
 
 /// What is compared of one session.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -3,18 +3,24 @@
 //!
 //! A [`Reader`] opens a database read-only and refuses one whose schema is older than this build's
 //! (the views ask for `acptap migrate` instead of migrating). The rows are typed here
-//! (`rows.rs`); pages of them for the UI (`pages.rs`), the full-text and tool-call searches
-//! (`search.rs`), counts and durations (`stats.rs`), a live cursor (`follow.rs`), and the
-//! comparison of two sessions (`compare.rs`). Nothing here writes: the recorder and the
-//! maintenance commands write through `record::Store`.
+//! (`rows.rs`); pages of them for the UI (`pages.rs`), what a session's peers said of themselves
+//! and its modes and commands (`info.rs`), a recording checked and its findings placed
+//! (`findings.rs`), the full-text and tool-call searches (`search.rs`), counts and durations
+//! (`stats.rs`), latency per request method and tool kind (`latency.rs`), a live cursor
+//! (`follow.rs`), and the comparison of two sessions (`compare.rs`). Nothing here writes: the
+//! recorder and the maintenance commands write through `record::Store`.
 
 pub mod compare;
+pub(crate) mod findings;
 pub(crate) mod follow;
+pub mod info;
+pub mod latency;
 pub(crate) mod pages;
 pub mod reader;
 mod rows;
 pub mod search;
 pub mod stats;
+pub mod waterfall;
 
 /// What opening a database can meet (missing, not a database, an older or newer schema): the
 /// store's own error, which `Reader::open` gives as it is.

@@ -9,8 +9,9 @@ use serde::Serialize;
 
 use super::Reader;
 use super::{
-    Columns, MESSAGE_COLUMNS, MessageRow, PermissionRow, RowRange, SessionRef, ToolCallRow, Window,
-    for_each_tool_call_columns_where, message_row, permission_rows,
+    Columns, MESSAGE_COLUMN_COUNT, MESSAGE_COLUMNS, MessageRow, PermissionRow, RowRange,
+    SessionRef, ToolCallRow, Window, for_each_tool_call_columns_where, message_row,
+    permission_rows,
 };
 
 /// The page of a list a view asks for: `limit` rows from `offset`. The one pager of the views
@@ -238,13 +239,37 @@ pub(crate) struct LineFilter {
     pub text: Option<Vec<u8>>,
 }
 
-/// A page of a connection's recorded lines (stderr included), in order.
+/// A row of the lines page: the line's row, and whether it is an error response.
+#[derive(Debug, Serialize)]
+pub(crate) struct LineItem {
+    #[serde(flatten)]
+    pub row: MessageRow,
+    /// A response whose JSON has an `error` member (a failed request; `rpc/result-and-error`'s
+    /// response with both included).
+    pub error: bool,
+}
+
+impl std::ops::Deref for LineItem {
+    type Target = MessageRow;
+
+    fn deref(&self) -> &MessageRow {
+        &self.row
+    }
+}
+
+/// Whether a line is a response with an `error` member, in SQL over `messages` (`raw` parsed
+/// for responses only, and only when it is JSON SQLite reads: a truncated line is not).
+const ERROR_RESPONSE_SQL: &str = "CASE WHEN kind = 'response' AND json_valid(CAST(raw AS TEXT)) \
+     THEN json_type(CAST(raw AS TEXT), '$.error') IS NOT NULL ELSE 0 END";
+
+/// A page of a connection's recorded lines (stderr included), in order, each said to be an
+/// error response or not (for the rows of the page only).
 pub(crate) fn lines(
     reader: &Reader,
     connection_id: i64,
     filter: &LineFilter,
     page: &PageRequest,
-) -> rusqlite::Result<Page<MessageRow>> {
+) -> rusqlite::Result<Page<LineItem>> {
     let conn = reader.conn();
     let (limit, offset) = page.sql();
     let condition = "connection_id = ?1 AND (?2 IS NULL OR direction = ?2)
@@ -261,7 +286,7 @@ pub(crate) fn lines(
     };
     let items = conn
         .prepare_cached(&format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE {condition}
+            "SELECT {MESSAGE_COLUMNS}, {ERROR_RESPONSE_SQL} FROM messages WHERE {condition}
              ORDER BY seq LIMIT ?5 OFFSET ?6"
         ))?
         .query_map(
@@ -273,7 +298,12 @@ pub(crate) fn lines(
                 limit,
                 offset
             ],
-            message_row,
+            |r| {
+                Ok(LineItem {
+                    row: message_row(r)?,
+                    error: r.get(MESSAGE_COLUMN_COUNT)?,
+                })
+            },
         )?
         .collect::<Result<_, _>>()?;
     Ok(Page::new(page, count(total), items))
@@ -378,6 +408,94 @@ mod tests {
             asked(Some(1_000)).note.unwrap(),
             "limit 1000 lowered to 100: page with offset"
         );
+    }
+
+    #[test]
+    fn error_responses_are_marked_in_the_lines_page() {
+        assert_eq!(
+            MESSAGE_COLUMNS.split(',').count(),
+            super::super::MESSAGE_COLUMN_COUNT
+        );
+        let lines = [
+            (
+                "c2a",
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+            ),
+            (
+                "a2c",
+                r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"busy"}}"#,
+            ),
+            (
+                "c2a",
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
+            ),
+            (
+                "a2c",
+                r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"error":"a field"}}"#,
+            ),
+            (
+                "c2a",
+                r#"{"jsonrpc":"2.0","method":"_x","params":{"error":1}}"#,
+            ),
+            (
+                "c2a",
+                r#"{"jsonrpc":"2.0","id":2,"method":"_y","params":{}}"#,
+            ),
+            ("a2c", r#"{"jsonrpc":"2.0","id":2,"result":{"v":NaN}}"#),
+            (
+                "c2a",
+                r#"{"jsonrpc":"2.0","id":3,"method":"_y","params":{}}"#,
+            ),
+            (
+                "a2c",
+                r#"{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"\ud800"}}"#,
+            ),
+            ("stderr", "error: something"),
+        ];
+        let transcript: String = lines
+            .iter()
+            .enumerate()
+            .map(|(i, (dir, text))| {
+                serde_json::json!({"seq": i, "t": i as f64, "dir": dir, "text": text}).to_string()
+                    + "\n"
+            })
+            .collect();
+        let (_dir, reader, connection_id) = super::super::info::tests::imported(&transcript);
+        let all = PageRequest::new(0, None, 100, 100);
+        let page = lines_page(&reader, connection_id, &LineFilter::default(), &all);
+        let marked: Vec<(i64, bool)> = page.items.iter().map(|l| (l.seq, l.error)).collect();
+        assert_eq!(
+            marked,
+            [
+                (0, false),
+                (1, true),
+                (2, false),
+                (3, false),
+                (4, false),
+                (5, false),
+                (6, false),
+                (7, false),
+                (8, true),
+                (9, false)
+            ]
+        );
+        // In the row's JSON, beside the line's columns; a later page marks its own rows.
+        let second = PageRequest::new(8, Some(1), 100, 100);
+        let page = lines_page(&reader, connection_id, &LineFilter::default(), &second);
+        let row = serde_json::to_value(&page.items[0]).unwrap();
+        assert_eq!(
+            (&row["seq"], &row["kind"], &row["error"]),
+            (&8.into(), &"response".into(), &true.into())
+        );
+    }
+
+    fn lines_page(
+        reader: &Reader,
+        connection_id: i64,
+        filter: &LineFilter,
+        page: &PageRequest,
+    ) -> Page<LineItem> {
+        lines(reader, connection_id, filter, page).unwrap()
     }
 
     #[test]

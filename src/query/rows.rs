@@ -1182,6 +1182,9 @@ pub(crate) struct MessageRow {
 pub(super) const MESSAGE_COLUMNS: &str = "seq, ts, direction, kind, method, rpc_id, size, raw, \
      reply_to_seq, session_id, origin, forwarded, truncated";
 
+/// How many columns `MESSAGE_COLUMNS` names: a statement's next column is at this index.
+pub(super) const MESSAGE_COLUMN_COUNT: usize = 13;
+
 /// Column `i`, a direction as the recorder writes it.
 fn direction_at(r: &Row, i: usize) -> rusqlite::Result<Direction> {
     let name = r.get_ref(i)?.as_str()?;

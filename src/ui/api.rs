@@ -36,7 +36,7 @@ fn preview(text: &str, max: usize) -> String {
 
 /// A session named exactly: its connection and its id (an id recorded by two connections, a
 /// `session/load`, is two sessions here).
-fn session_ref(
+pub(super) fn session_ref(
     reader: &Reader,
     connection_id: i64,
     session_id: String,
@@ -64,7 +64,7 @@ pub(super) struct Paging {
 
 impl Paging {
     /// The page asked for: from 0 at least, from 1 to `MAX_PAGE` items.
-    fn request(&self) -> PageRequest {
+    pub(super) fn request(&self) -> PageRequest {
         let at_least_0 = |n: i64| usize::try_from(n).unwrap_or(0);
         PageRequest::new(
             at_least_0(self.offset),
@@ -84,7 +84,7 @@ pub(super) async fn sessions(State(app): State<Arc<App>>) -> Response {
     )
 }
 
-fn respond(result: Result<impl serde::Serialize, Response>) -> Response {
+pub(super) fn respond(result: Result<impl serde::Serialize, Response>) -> Response {
     match result {
         Ok(value) => json_response(value),
         Err(e) => e,

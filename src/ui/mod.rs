@@ -15,6 +15,7 @@
 
 mod api;
 mod assets;
+mod inspector;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -104,7 +105,13 @@ struct App {
     lines: tokio::sync::watch::Receiver<i64>,
     /// Event streams open now.
     streams: std::sync::atomic::AtomicUsize,
+    /// Which `acptap check` findings the config silences (`[check.silence]`), as the command
+    /// line silences them.
+    silenced: Silenced,
 }
+
+/// Whether the config silences a rule's findings for an agent.
+pub(crate) type Silenced = Arc<dyn Fn(Option<&str>, &str) -> bool + Send + Sync>;
 
 /// A random token from the operating system.
 fn new_token() -> std::io::Result<String> {
@@ -416,6 +423,35 @@ fn router(app: Arc<App>) -> Router {
             "/api/sessions/{connection}/{session}/download/{file}",
             get(api::download),
         )
+        .route(
+            "/api/sessions/{connection}/{session}/waterfall",
+            get(inspector::axis),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/waterfall/turns",
+            get(inspector::turn_rows),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/waterfall/turns/{index}",
+            get(inspector::turn),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/locate",
+            get(inspector::locate),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/latency",
+            get(inspector::latency),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/findings",
+            get(inspector::findings),
+        )
+        .route(
+            "/api/sessions/{connection}/{session}/info",
+            get(inspector::info),
+        )
+        .route("/api/diff", get(inspector::diff))
         .route("/api/policy/suggest", get(api::policy_suggestion))
         .route("/api/policy/suggest/download", get(api::policy_download))
         .route("/api/events", get(events))
@@ -430,6 +466,7 @@ pub(crate) fn serve(
     db: PathBuf,
     port: u16,
     open: bool,
+    silenced: Silenced,
     ready: impl FnOnce(&str) -> std::io::Result<()>,
 ) -> Result<(), UiError> {
     // Fail now, with the usual message, if the database is not there.
@@ -450,6 +487,7 @@ pub(crate) fn serve(
             port,
             cookie: format!("acptap_ui_{port}"),
             streams: std::sync::atomic::AtomicUsize::new(0),
+            silenced,
         });
         let url = format!("http://127.0.0.1:{port}/?token={}", app.token);
         ready(&url)?;

@@ -130,6 +130,44 @@ fn a_recorded_session_is_checked_like_its_transcript() {
     assert!(text.contains(SESSION), "{text}");
 }
 
+/// `check SESSION --json` of a recording prints the findings of the transcript it was imported
+/// from, field for field (the UI's findings of a session are these, placed in its turns: a unit
+/// test of `query::findings` holds them to the command's).
+#[test]
+fn a_recorded_session_gives_its_transcripts_findings_exactly() {
+    let sb = Sandbox::new();
+    let broken = Transcript::sample(GEMINI)
+        .insert(6, "a2c", "Loading model weights...")
+        .insert(8, "a2c", r#"{"jsonrpc":"2.0","id":99,"result":{}}"#)
+        .write(&sb, "broken.jsonl");
+    let (file_code, _, from_file) = check(&sb, &broken);
+    sb.acptap(&["import", broken.to_str().unwrap()]);
+    let out = sb.acptap_status(&["check", "--json", SESSION]);
+    let recorded: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(file_code));
+    let findings = &recorded["results"][0]["findings"];
+    assert_eq!(
+        findings, &from_file["results"][0]["findings"],
+        "{recorded:#}"
+    );
+    let rules: Vec<&str> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap())
+        .collect();
+    assert!(
+        rules.contains(&"acp/agent-stdout-noise") && rules.contains(&"rpc/unknown-response"),
+        "{rules:?}"
+    );
+    assert_eq!(recorded["results"][0]["source"], SESSION);
+    assert_eq!(recorded["results"][0]["agent"], "Gemini CLI 0.61.0");
+    assert_eq!(
+        recorded["results"][0]["lines"],
+        from_file["results"][0]["lines"]
+    );
+}
+
 /// Each case: a name, the broken transcript, and exactly the rules it must produce.
 fn corpus() -> Vec<(&'static str, Transcript, Vec<&'static str>)> {
     let g = || Transcript::sample(GEMINI);

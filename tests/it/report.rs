@@ -307,7 +307,7 @@ const TAGS: &[&str] = &[
     "!doctype", "html", "head", "meta", "title", "style", "script", "body", "header", "h1", "h2",
     "h3", "dl", "dt", "dd", "nav", "label", "select", "option", "input", "button", "span", "main",
     "section", "div", "details", "summary", "pre", "code", "a", "table", "thead", "tbody", "tr",
-    "th", "td", "ul", "li", "p",
+    "th", "td", "ul", "li", "p", "svg", "rect", "text",
 ];
 const ATTRIBUTES: &[&str] = &[
     "lang",
@@ -323,6 +323,14 @@ const ATTRIBUTES: &[&str] = &[
     "value",
     "href",
     "open",
+    // The waterfall's SVG.
+    "viewbox",
+    "width",
+    "height",
+    "x",
+    "y",
+    "role",
+    "aria-label",
 ];
 
 /// Walks every tag of the generated HTML (skipping the contents of our `<script>` and `<style>`)
@@ -400,17 +408,71 @@ fn recorded_markup_is_shown_as_text_and_never_runs() {
 
     // In the file itself: no recorded tag, every attribute one of ours.
     let lower = html.to_ascii_lowercase();
-    for bad in [
-        "<script>alert",
-        "<img",
-        "<svg",
-        "<script>document",
-        "onerror=\"",
-    ] {
+    for bad in ["<script>alert", "<img", "<script>document", "onerror=\""] {
         assert!(!lower.contains(bad), "unescaped {bad} in the report");
     }
+    assert_eq!(
+        lower.matches("<svg").count(),
+        html.matches("<svg class=\"waterfall\" ").count() + 1,
+        "the only <svg>s are the turns' waterfalls and the legend"
+    );
+    assert_eq!(html.matches("<svg class=\"wf-legend\" ").count(), 1);
     assert_only_expected_markup(&html);
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img src=x"));
+    // The waterfall: recorded labels, states and kinds as text, and a state in a class only
+    // as the characters a class name may hold.
+    let bars = waterfall_bars(&html);
+    assert!(bars.len() >= 3, "the turn, the tool call, the permission");
+    for bar in &bars {
+        for class in &bar.classes {
+            assert!(
+                class.starts_with("wf-")
+                    && class[3..]
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-".contains(c)),
+                "class {class:?}"
+            );
+        }
+    }
+    let escaped = payload
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;");
+    let call = bars
+        .iter()
+        .find(|b| b.has("wf-tool_call"))
+        .expect("the tool call's bar");
+    assert!(
+        call.title.starts_with(&format!(
+            "tool · T1 {escaped} · _{escaped} · kind _{escaped} · "
+        )),
+        "{}",
+        call.title
+    );
+    // `_<script>alert(1)</script>...`: what is left of the status is letters, digits, `_`, `-`.
+    assert!(
+        call.classes[1].starts_with("wf-_scriptalert1scriptimgsrcxonerroralert1"),
+        "{:?}",
+        call.classes
+    );
+    let turn = bars.iter().find(|b| b.has("wf-turn")).unwrap();
+    assert!(
+        turn.title
+            .starts_with(&format!("turn · turn 1 · {escaped} · "))
+    );
+    let label: String = format!("T1 {payload}").chars().take(59).collect();
+    let label = label
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;");
+    assert!(
+        html.contains(&format!("\">{label}…</text>")),
+        "the cut label as text"
+    );
 
     // In a browser, with the report's CSP taken out so that escaping alone must hold.
     let csp_start = html
@@ -427,9 +489,16 @@ fn recorded_markup_is_shown_as_text_and_never_runs() {
     assert_ran_cleanly(&page, "xss");
     let dom = &page.dom;
     assert!(!dom.contains("data-pwned"), "a recorded script ran");
-    assert!(
-        !dom.contains("<img") && !dom.contains("<svg"),
-        "a recorded element was created"
+    assert!(!dom.contains("<img"), "a recorded element was created");
+    assert_eq!(
+        dom.matches("<svg").count(),
+        dom.matches("<svg class=\"waterfall\" ").count() + 1,
+        "a recorded <svg> was created"
+    );
+    assert_eq!(
+        dom.matches("<rect").count(),
+        dom.matches("<rect class=\"wf-bar ").count() + dom.matches("<rect class=\"wf-key ").count(),
+        "a recorded <rect> was created"
     );
     assert_eq!(
         dom.matches("<script").count(),
@@ -449,6 +518,12 @@ fn recorded_markup_is_shown_as_text_and_never_runs() {
     assert!(
         dom.contains(&format!("<pre class=\"text\">{as_text}</pre>")),
         "agent text"
+    );
+    assert!(
+        dom.contains(&format!(
+            "<title>tool · T1 {as_text} · _{as_text} · kind _{as_text} · "
+        )),
+        "the waterfall's title of the tool call should read as text"
     );
 }
 
@@ -638,5 +713,205 @@ fn a_long_session_is_paged_and_each_page_runs_cleanly() {
     );
     for (page, what) in [(&first, "page 1"), (&second, "page 2")] {
         assert_ran_cleanly(&load_in_chromium(page, ""), what);
+    }
+}
+
+/// One bar of a report's waterfalls.
+#[derive(Debug)]
+struct Bar {
+    classes: Vec<String>,
+    start_us: i64,
+    end_us: Option<i64>,
+    /// As written in the file (escaped).
+    title: String,
+}
+
+impl Bar {
+    fn has(&self, class: &str) -> bool {
+        self.classes.iter().any(|c| c == class)
+    }
+}
+
+/// The waterfalls' bars of a report, in order.
+fn waterfall_bars(html: &str) -> Vec<Bar> {
+    let rect = regex::Regex::new(
+        r#"<rect class="wf-bar ([^"]*)" x="[0-9.]+" y="[0-9.]+" width="[0-9.]+" height="[0-9.]+" data-start-us="(-?\d+)"(?: data-end-us="(-?\d+)")?><title>([^<]*)</title></rect>"#,
+    )
+    .unwrap();
+    let bars: Vec<Bar> = rect
+        .captures_iter(html)
+        .map(|c| Bar {
+            classes: c[1].split(' ').map(str::to_owned).collect(),
+            start_us: c[2].parse().unwrap(),
+            end_us: c.get(3).map(|m| m.as_str().parse().unwrap()),
+            title: c[4].to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        bars.len(),
+        html.matches("<rect class=\"wf-bar ").count(),
+        "every bar has the expected form"
+    );
+    bars
+}
+
+/// Each turn of a real session has a waterfall whose bars carry the recorded times: every tool
+/// call from its first report to the update that ended it (open when none did), every
+/// permission request from asked to answered, with the decider's class.
+#[test]
+fn the_waterfall_draws_every_tool_call_and_permission_with_its_recorded_times() {
+    let sb = Sandbox::new();
+    sb.acptap(&[
+        "import",
+        fixture("claude-acpx-basic-approve-all.jsonl")
+            .to_str()
+            .unwrap(),
+    ]);
+    let file = sb.path("report.html");
+    sb.acptap(&["report", "last", "-o", file.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&file).unwrap();
+    let bars = waterfall_bars(&html);
+    let conn = sb.conn();
+    let session = resolve_session(&Reader::open(&sb.db()).unwrap(), "last")
+        .unwrap()
+        .session_id;
+
+    let turns = sb.count("SELECT count(*) FROM prompt_turns");
+    assert!(turns > 0);
+    assert_eq!(
+        html.matches("<svg class=\"waterfall\" ").count() as i64,
+        turns
+    );
+    assert_eq!(
+        html.matches("<svg class=\"wf-legend\" ").count(),
+        1,
+        "one legend"
+    );
+    assert_eq!(
+        bars.iter().filter(|b| b.has("wf-turn")).count() as i64,
+        turns
+    );
+    // The turn's own bar is each picture's first row.
+    for svg in html.split("<svg class=\"waterfall\" ").skip(1) {
+        let first = svg.find("<rect ").unwrap();
+        assert!(
+            svg[first..].starts_with("<rect class=\"wf-bar wf-turn "),
+            "{}",
+            &svg[..200]
+        );
+    }
+
+    // (start, end, status): the recorded tool calls, and the bars of the tool lane.
+    let mut calls: Vec<(i64, Option<i64>, String)> = conn
+        .prepare(
+            "SELECT first_seen_at, last_updated_at, status FROM tool_calls WHERE session_id = ?1",
+        )
+        .unwrap()
+        .query_map([&session], |r| {
+            let status: Option<String> = r.get(2)?;
+            let status = status.unwrap_or_else(|| "pending".to_owned());
+            let ended = status == "completed" || status == "failed";
+            let end: Option<i64> = r.get(1)?;
+            Ok((r.get(0)?, end.filter(|_| ended), status))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(calls.len() >= 2, "the fixture has tool calls");
+    let mut tool_bars: Vec<(i64, Option<i64>, String)> = bars
+        .iter()
+        .filter(|b| b.has("wf-tool_call"))
+        .map(|b| {
+            assert_eq!(b.has("wf-open"), b.end_us.is_none(), "{b:?}");
+            (
+                b.start_us,
+                b.end_us,
+                b.classes[1].trim_start_matches("wf-").to_owned(),
+            )
+        })
+        .collect();
+    calls.sort();
+    tool_bars.sort();
+    assert_eq!(tool_bars, calls);
+
+    // (start, end, decider class): the recorded permission requests, and their bars.
+    let mut permissions: Vec<(i64, Option<i64>, String)> = conn
+        .prepare(
+            "SELECT requested_at, decided_at, decided_by FROM permission_requests
+             WHERE session_id = ?1",
+        )
+        .unwrap()
+        .query_map([&session], |r| {
+            let by: Option<String> = r.get(2)?;
+            let class = match by.as_deref() {
+                Some("client") => "user".to_owned(),
+                Some(other) => other.to_owned(),
+                None => "waiting".to_owned(),
+            };
+            Ok((r.get(0)?, r.get(1)?, class))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(
+        permissions.len() >= 2,
+        "the fixture has permission requests"
+    );
+    assert!(
+        permissions.iter().all(|p| p.2 == "user"),
+        "the fixture's client decided: {permissions:?}"
+    );
+    let mut permission_bars: Vec<(i64, Option<i64>, String)> = bars
+        .iter()
+        .filter(|b| b.has("wf-permission"))
+        .map(|b| {
+            (
+                b.start_us,
+                b.end_us,
+                b.classes[1].trim_start_matches("wf-").to_owned(),
+            )
+        })
+        .collect();
+    permissions.sort();
+    permission_bars.sort();
+    assert_eq!(permission_bars, permissions);
+    assert!(
+        bars.iter()
+            .filter(|b| b.has("wf-permission"))
+            .all(|b| b.has("wf-user") && b.title.starts_with("permission · "))
+    );
+
+    // Titles: lane, label, state, duration and the offset from the turn's start.
+    let call = bars
+        .iter()
+        .find(|b| b.has("wf-tool_call") && b.end_us.is_some())
+        .unwrap();
+    assert!(
+        call.title.starts_with("tool · ") && call.title.contains(" · from +"),
+        "{}",
+        call.title
+    );
+    // Model time: what nothing else covered, at least 1 ms, never overlapping another span.
+    for model in bars.iter().filter(|b| b.has("wf-model")) {
+        assert!(model.has("wf-thinking"));
+        assert!(model.end_us.unwrap() - model.start_us >= 1_000, "{model:?}");
+    }
+    // The CSS styles the classes the bars use.
+    let style = &html[..html.find("</style>").unwrap()];
+    for class in [
+        "wf-turn",
+        "wf-model",
+        "wf-tool_call",
+        "wf-permission",
+        "wf-user",
+        "wf-policy",
+        "wf-cancelled",
+        "wf-waiting",
+        "wf-request",
+        "wf-error",
+        "wf-failed",
+        "wf-open",
+    ] {
+        assert!(style.contains(&format!(".{class}")), "no style for {class}");
     }
 }

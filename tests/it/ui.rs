@@ -20,10 +20,10 @@ use crate::util::{
     import_hostile_session, load_transcript,
 };
 
-struct Ui {
+pub(crate) struct Ui {
     child: Child,
-    port: u16,
-    token: String,
+    pub(crate) port: u16,
+    pub(crate) token: String,
 }
 
 impl Drop for Ui {
@@ -33,7 +33,7 @@ impl Drop for Ui {
     }
 }
 
-fn start(sb: &Sandbox) -> Ui {
+pub(crate) fn start(sb: &Sandbox) -> Ui {
     let mut child = Command::new(acptap_bin())
         .args(["ui", "--db"])
         .arg(sb.db())
@@ -184,14 +184,19 @@ fn every_request_needs_the_token_the_host_and_the_origin() {
 
 /// One step of the driver: wait until `until` (JavaScript) is truthy, then run `then`; with
 /// `hold`, wait after it until the test says go (`Browser::go`).
-fn step(name: &str, until: &str, then: &str) -> Value {
+pub(crate) fn step(name: &str, until: &str, then: &str) -> Value {
     json!({"name": name, "until": until, "then": then})
 }
 
 /// Runs the driver on `url` with `steps`, handing each finished step (name, value, seconds) to
 /// `each` as it comes; a step with `"hold": true` waits for `each` to return. Returns the
 /// steps.
-fn drive(sb: &Sandbox, url: &str, steps: Vec<Value>, mut each: impl FnMut(&Value)) -> Vec<Value> {
+pub(crate) fn drive(
+    sb: &Sandbox,
+    url: &str,
+    steps: Vec<Value>,
+    mut each: impl FnMut(&Value),
+) -> Vec<Value> {
     let mut args = Vec::new();
     for (n, mut step) in steps.into_iter().enumerate() {
         if step.get("hold").is_some() {
@@ -232,7 +237,7 @@ fn drive(sb: &Sandbox, url: &str, steps: Vec<Value>, mut each: impl FnMut(&Value
     done
 }
 
-fn value(steps: &[Value], name: &str) -> Value {
+pub(crate) fn value(steps: &[Value], name: &str) -> Value {
     steps
         .iter()
         .find(|s| s["step"] == name)
@@ -241,25 +246,33 @@ fn value(steps: &[Value], name: &str) -> Value {
 }
 
 /// The number of `selector` in the page, in JavaScript.
-fn count(selector: &str) -> String {
+pub(crate) fn count(selector: &str) -> String {
     format!("document.querySelectorAll({selector:?}).length")
 }
 
 /// Sets a filter's value as a user would (the page listens to `input`).
-fn set(id: &str, to: &str) -> String {
+pub(crate) fn set(id: &str, to: &str) -> String {
     format!(
         "(() => {{ const e = document.getElementById({id:?}); e.value = {to:?}; \
          e.dispatchEvent(new Event('input')); }})()"
     )
 }
 
+/// Chooses the `n`th option of a select as a user would.
+fn set_option(id: &str, n: usize) -> String {
+    format!(
+        "(() => {{ const e = document.getElementById({id:?}); e.selectedIndex = {n}; \
+         e.dispatchEvent(new Event('input')); }})()"
+    )
+}
+
 /// The list of `tab` is shown, with every page it asked for.
-fn loaded(tab: &str) -> String {
+pub(crate) fn loaded(tab: &str) -> String {
     format!("!!document.querySelector('#list[data-list={tab}][aria-busy=false]')")
 }
 
 /// The list of `tab` is shown, and has `n` rows.
-fn rows_are(tab: &str, n: usize) -> String {
+pub(crate) fn rows_are(tab: &str, n: usize) -> String {
     format!("{} && {} === {n}", loaded(tab), count("#list .row"))
 }
 
@@ -407,7 +420,7 @@ fn a_recording_appears_live_with_its_tool_calls_diff_and_filtered_lines() {
 }
 
 /// The console of a finished drive: nothing but what the test expects is allowed in it.
-fn console(steps: &[Value]) -> Vec<String> {
+pub(crate) fn console(steps: &[Value]) -> Vec<String> {
     value(steps, "console")
         .as_array()
         .map(|a| {
@@ -498,6 +511,55 @@ fn recorded_markup_is_text_on_every_page() {
                 "{} && [...document.querySelectorAll('#list .row.dir-stderr .c-text')].map(e => e.textContent)[0]",
                 loaded("lines")
             ),
+            "location.hash = location.hash.replace(/lines$/, 'waterfall')",
+        ),
+        // The inspector's views (issue 32): the waterfall's labels and titles, the latency
+        // table, the findings, the session info and the diff show the recorded strings as text.
+        step(
+            "waterfall",
+            &format!(
+                "{} && document.querySelector('#list .wf-row rect')",
+                loaded("waterfall")
+            ),
+            "document.querySelector('#list .row').click()",
+        ),
+        step(
+            "waterfall labels",
+            "document.querySelector('#detail .wf-span:not(.wf-head)') && \
+             [...document.querySelectorAll('#detail .wf-label, #detail .wf-state, #detail rect title, #list rect title')].map(e => e.textContent)",
+            "location.hash = location.hash.replace(/waterfall$/, 'latency')",
+        ),
+        step(
+            "latency",
+            "document.querySelector('#lat-methods') && document.getElementById('panel').textContent",
+            "location.hash = location.hash.replace(/latency$/, 'findings')",
+        ),
+        step(
+            "findings",
+            &format!(
+                "{} && document.querySelector('#list .row') && document.getElementById('list').textContent",
+                loaded("findings")
+            ),
+            "document.querySelector('#list .row').click()",
+        ),
+        step(
+            "finding detail",
+            "document.querySelector('#detail .finding') && document.getElementById('detail').textContent",
+            "location.hash = location.hash.replace(/findings$/, 'info')",
+        ),
+        step(
+            "info",
+            "document.querySelector('#info-client') && document.getElementById('panel').textContent",
+            "location.hash = '#/diff'",
+        ),
+        step(
+            "diff choices",
+            "document.querySelectorAll('#d-a option').length === 3",
+            &format!("{}; {}", set_option("d-a", 1), set_option("d-b", 2)),
+        ),
+        step(
+            "diff page",
+            "document.querySelector('#d-differences') && document.getElementById('d-body').textContent",
             "",
         ),
         step("to the policy page", "true", "location.hash = '#/policy'"),
@@ -513,7 +575,9 @@ fn recorded_markup_is_text_on_every_page() {
         ),
         step(
             "clean",
-            "document.querySelectorAll('img, svg, iframe, object, embed, style').length === 0 \
+            "document.querySelectorAll('img, iframe, object, embed, style').length === 0 \
+             && document.querySelectorAll('svg:not(.waterfall):not(.histogram)').length === 0 \
+             && document.querySelectorAll('svg *:not(rect):not(title)').length === 0 \
              && document.querySelectorAll('script').length === 1 \
              && document.documentElement.dataset.pwned === undefined \
              && document.body.dataset.pwned === undefined",
@@ -549,6 +613,55 @@ fn recorded_markup_is_text_on_every_page() {
     );
     // A raw line as read, its line ending included.
     assert_eq!(value(&steps, "stderr"), format!("{payload}\n"), "{steps:?}");
+    // The inspector's views: the tool call's title in the waterfall's label and its bar's title,
+    // the agent's name in the info, the diff's recorded prompt, all as text.
+    let labels = value(&steps, "waterfall labels");
+    let labels: Vec<&str> = labels
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        labels.contains(&format!("T1 {payload}").as_str()),
+        "{labels:?}"
+    );
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.contains(&format!("tool: T1 {payload}"))),
+        "{labels:?}"
+    );
+    assert!(
+        value(&steps, "latency")
+            .as_str()
+            .is_some_and(|t| t.contains("session/prompt")),
+        "{steps:?}"
+    );
+    assert!(
+        value(&steps, "findings")
+            .as_str()
+            .is_some_and(|t| !t.is_empty()),
+        "{steps:?}"
+    );
+    assert!(
+        value(&steps, "finding detail")
+            .as_str()
+            .is_some_and(|t| t.contains("line")),
+        "{steps:?}"
+    );
+    assert!(
+        value(&steps, "info")
+            .as_str()
+            .is_some_and(|t| t.contains(&payload)),
+        "{steps:?}"
+    );
+    assert!(
+        value(&steps, "diff page")
+            .as_str()
+            .is_some_and(|t| t.contains("<script>alert(1)</script>")),
+        "{steps:?}"
+    );
     // The suggested policy page shows the request's title as text too.
     assert!(
         value(&steps, "policy example")
@@ -709,8 +822,34 @@ fn a_sixty_thousand_turn_session_opens_and_scrolls_to_its_end() {
                 "{} && document.getElementById('f-count').textContent",
                 loaded("lines")
             ),
+            "location.hash = location.hash.replace(/lines$/, 'waterfall')",
+        ),
+        // The waterfall: its turns on the session's axis, scrolled to the last, which opens
+        // with its spans.
+        step(
+            "waterfall",
+            &format!(
+                "{} && !!document.querySelector('#list .wf-row rect') && document.getElementById('f-count').textContent",
+                loaded("waterfall")
+            ),
+            "document.getElementById('list').scrollTop = 1e9",
+        ),
+        step(
+            "waterfall end",
+            &format!(
+                "document.querySelector({:?}) && document.querySelectorAll({:?}).length",
+                row(59_999),
+                format!("{} rect", row(59_999))
+            ),
+            &format!("document.querySelector({:?}).click()", row(59_999)),
+        ),
+        step(
+            "last turn's spans",
+            "document.querySelector('#detail .turn-waterfall[data-turn=\"60000\"]') && \
+             [...document.querySelectorAll('#detail .wf-span:not(.wf-head)')].map(r => r.dataset.lane)",
             "",
         ),
+        step("waterfall rows in the page", &count("#list .row"), ""),
     ];
     let steps = drive(&sb, &url, steps, |_| {});
     eprintln!(
@@ -745,7 +884,39 @@ fn a_sixty_thousand_turn_session_opens_and_scrolls_to_its_end() {
         "60,000 row(s)",
         "{steps:?}"
     );
+    eprintln!(
+        "its waterfall: opened in {} s, scrolled to its end in {} s (debug build)",
+        value_seconds(&steps, "waterfall"),
+        value_seconds(&steps, "waterfall end")
+    );
+    assert_eq!(value(&steps, "waterfall"), "60,000 row(s)", "{steps:?}");
+    assert!(
+        value(&steps, "waterfall end").as_u64().unwrap() >= 2,
+        "{steps:?}"
+    );
+    let lanes = value(&steps, "last turn's spans");
+    assert_eq!(lanes[0], "turn", "{steps:?}");
+    assert!(
+        lanes.as_array().unwrap().contains(&json!("tool_call"))
+            && lanes.as_array().unwrap().contains(&json!("permission")),
+        "{steps:?}"
+    );
+    let in_page = value(&steps, "waterfall rows in the page")
+        .as_u64()
+        .unwrap();
+    assert!(
+        (1..100).contains(&in_page),
+        "{in_page} waterfall rows in the page"
+    );
     assert_eq!(console(&steps), Vec::<String>::new(), "the page logged");
+}
+
+fn value_seconds(steps: &[Value], name: &str) -> Value {
+    steps
+        .iter()
+        .find(|s| s["step"] == name)
+        .map(|s| s["seconds"].clone())
+        .unwrap_or_default()
 }
 
 /// `n` with thousands separators, as the page writes it (en-US).

@@ -7,20 +7,13 @@ use crate::check::output::{self, Checked};
 use crate::check::{self, Direction, Line, Severity};
 use crate::query;
 use crate::query::Reader;
+use crate::query::findings::{self, CheckedConnection};
 
 use super::super::config::Config;
 use super::super::{CheckArgs, DiffArgs, json_text, print, write_private};
 
 /// The lines of one conversation, as owned bytes with their direction (stderr left out).
 type Lines = Vec<(i64, Direction, Vec<u8>)>;
-
-/// A recorded connection's lines.
-fn recorded_lines(reader: &Reader, connection_id: i64) -> anyhow::Result<Lines> {
-    Ok(query::connection_lines(reader, connection_id)?
-        .into_iter()
-        .filter_map(|l| Some((l.seq, l.direction.on_the_pipe()?, l.raw)))
-        .collect())
-}
 
 /// A transcript file's lines.
 fn transcript_lines(path: &std::path::Path) -> anyhow::Result<Lines> {
@@ -43,25 +36,43 @@ fn transcript_lines(path: &std::path::Path) -> anyhow::Result<Lines> {
     Ok(lines)
 }
 
-/// Checks `lines` and applies the config's silences.
-fn checked(source: String, lines: &Lines, config: &Config) -> Checked {
+/// What checking found, with the config's silences applied: `lines` lines checked, of
+/// `source`. The UI's findings silence the same way (`query::findings::session_findings`).
+fn checked(source: String, mut outcome: check::Outcome, lines: usize, config: &Config) -> Checked {
+    let silenced = outcome.silence(|agent, rule| config.check.silenced(agent, rule));
+    Checked {
+        source,
+        agent: outcome.agent,
+        lines,
+        findings: outcome.findings,
+        silenced,
+    }
+}
+
+/// A transcript file, checked.
+fn checked_transcript(
+    source: String,
+    path: &std::path::Path,
+    config: &Config,
+) -> anyhow::Result<Checked> {
+    let lines = transcript_lines(path)?;
     let outcome = check::check(lines.iter().map(|(seq, direction, raw)| Line {
         seq: *seq,
         direction: *direction,
         raw,
     }));
-    let agent = outcome.agent;
-    let (findings, silenced): (Vec<_>, Vec<_>) = outcome
-        .findings
-        .into_iter()
-        .partition(|f| !config.check.silenced(agent.as_deref(), f.rule));
-    Checked {
-        source,
-        agent,
-        lines: lines.len(),
-        findings,
-        silenced: silenced.len(),
-    }
+    Ok(checked(source, outcome, lines.len(), config))
+}
+
+/// A recorded connection, checked (read from the database a line at a time).
+fn checked_recorded(
+    source: String,
+    reader: &Reader,
+    connection_id: i64,
+    config: &Config,
+) -> rusqlite::Result<Checked> {
+    let CheckedConnection { outcome, lines } = findings::check_connection(reader, connection_id)?;
+    Ok(checked(source, outcome, lines, config))
 }
 
 /// `acptap check`.
@@ -77,7 +88,7 @@ pub(in crate::cli) fn check(args: CheckArgs, config: &Config) -> anyhow::Result<
     for source in &sources {
         let path = std::path::Path::new(source);
         if path.is_file() {
-            results.push(checked(source.clone(), &transcript_lines(path)?, config));
+            results.push(checked_transcript(source.clone(), path, config)?);
             continue;
         }
         if source.ends_with(".jsonl") {
@@ -90,8 +101,12 @@ pub(in crate::cli) fn check(args: CheckArgs, config: &Config) -> anyhow::Result<
         }
         let reader = reader.as_ref().expect("opened above");
         let session = query::resolve_session(reader, source)?;
-        let lines = recorded_lines(reader, session.connection_id)?;
-        results.push(checked(session.session_id, &lines, config));
+        results.push(checked_recorded(
+            session.session_id,
+            reader,
+            session.connection_id,
+            config,
+        )?);
     }
     if let Some(path) = &args.junit {
         write_private(path, output::junit(&results, args.fail_on).as_bytes())
@@ -119,8 +134,12 @@ pub(in crate::cli) fn check(args: CheckArgs, config: &Config) -> anyhow::Result<
 pub(in crate::cli) fn after_run(db: &std::path::Path, connection_id: i64, config: &Config) {
     let report = (|| -> anyhow::Result<String> {
         let reader = Reader::open(db)?;
-        let lines = recorded_lines(&reader, connection_id)?;
-        let result = checked(format!("connection {connection_id}"), &lines, config);
+        let result = checked_recorded(
+            format!("connection {connection_id}"),
+            &reader,
+            connection_id,
+            config,
+        )?;
         Ok(output::text(&[result], Severity::Error))
     })();
     match report {
@@ -200,19 +219,63 @@ pub(in crate::cli) fn diff(args: DiffArgs, _config: &Config) -> anyhow::Result<i
     let a = shape_of(&args.a, &args, "a")?;
     let b = shape_of(&args.b, &args, "b")?;
     let threshold = i64::try_from(args.timing.as_micros()).unwrap_or(i64::MAX);
-    let differences = crate::query::compare::compare(&a, &b, threshold);
+    let report = crate::query::compare::report(&a, &b, threshold);
     if args.json {
-        print(&format!(
-            "{}\n",
-            json_text(&serde_json::json!({
-                "a": a.session_id,
-                "b": b.session_id,
-                "same": differences.is_empty(),
-                "differences": differences,
-            }))?
-        ))?;
+        print(&format!("{}\n", json_text(&report)?))?;
     } else {
-        print(&crate::query::compare::render(&a, &b, &differences))?;
+        print(&crate::query::compare::render(&a, &b, &report.differences))?;
     }
-    Ok(if differences.is_empty() { 0 } else { 1 })
+    Ok(if report.same { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `acptap ui`'s findings of a session are what `acptap check SESSION --json` prints, with
+    /// the same silences; and a recording checks as the transcript it was imported from.
+    #[test]
+    fn the_ui_finds_what_the_command_line_prints() {
+        let transcript = crate::query::findings::tests::broken_gemini();
+        let (dir, reader, connection_id) = crate::query::info::tests::imported(&transcript);
+        let file = dir.path().join("broken.jsonl");
+        std::fs::write(&file, &transcript).unwrap();
+        let session = query::SessionRef {
+            connection_id,
+            session_id: "e6553fe2-7256-4d49-be2a-0bb86f3084ff".into(),
+        };
+        for silence in [vec![], vec!["acp/tool-call-unannounced".to_owned()]] {
+            let mut config = Config::default();
+            config.check.silence.insert("Gemini CLI".into(), silence);
+            let cli = checked_recorded(session.session_id.clone(), &reader, connection_id, &config)
+                .unwrap();
+            let printed = serde_json::to_value(&cli).unwrap();
+            let ui =
+                findings::session_findings(&reader, &session, |a, r| config.check.silenced(a, r))
+                    .unwrap();
+            let mut shown = serde_json::to_value(&ui.findings).unwrap();
+            for (finding, placed) in shown.as_array_mut().unwrap().iter_mut().zip(&ui.findings) {
+                let finding = finding.as_object_mut().unwrap();
+                assert_eq!(
+                    finding.remove("summary").unwrap(),
+                    check::rule(placed.finding.rule).unwrap().summary
+                );
+                assert!(finding.remove("session_id").is_some());
+                assert!(finding.remove("turn").is_some());
+            }
+            assert_eq!(shown, printed["findings"]);
+            assert_eq!((ui.silenced, &ui.agent), (cli.silenced, &cli.agent));
+            assert_eq!(ui.agent.as_deref(), Some("Gemini CLI 0.61.0"));
+
+            let from_file = checked_transcript("f".into(), &file, &config).unwrap();
+            assert_eq!(
+                serde_json::to_value(&from_file).unwrap()["findings"],
+                printed["findings"]
+            );
+            assert_eq!(
+                (from_file.lines, from_file.silenced),
+                (cli.lines, cli.silenced)
+            );
+        }
+    }
 }

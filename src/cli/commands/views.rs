@@ -182,6 +182,19 @@ pub(in crate::cli) fn tail(args: TailArgs, config: &Config) -> anyhow::Result<i3
 pub(in crate::cli) fn stats(args: StatsArgs, _config: &Config) -> anyhow::Result<i32> {
     use crate::inspect::stats;
     let reader = args.db.read()?;
+    if args.by_method {
+        // clap requires a SESSION with --by-method.
+        let spec = args.session.as_deref().ok_or_else(|| {
+            anyhow::anyhow!("--by-method needs a SESSION (`last` for the latest)")
+        })?;
+        let latency = stats::by_method(&reader, &query::resolve_session(&reader, spec)?)?;
+        if args.json {
+            print_json(&latency)?;
+        } else {
+            print(&stats::render_latency(&latency))?;
+        }
+        return Ok(0);
+    }
     let scope = match (&args.session, args.since) {
         (Some(spec), _) => stats::Scope::Session(query::resolve_session(&reader, spec)?),
         (None, Some(since)) => stats::Scope::Since(microseconds_before_now(since)),

@@ -3,7 +3,8 @@
 //! It renders, in this order: a header (session, agent, protocol version, cwd, connection, start,
 //! label, how the connection ended); filters (direction, method, tool kind, status, a text
 //! search); what happened before the first turn (a resume or load and the history it replayed);
-//! the timeline of prompt turns (prompt, stop reason, duration, the agent's and the user's
+//! the timeline of prompt turns (a legend, then each turn's waterfall: a static SVG of its spans,
+//! see [`waterfall`]; prompt, stop reason, duration, the agent's and the user's
 //! messages with their final text, thoughts and plans, states, every tool call with its kind
 //! icon, status, duration, paths, diffs and expandable rawInput / rawOutput / content, terminals
 //! with their command, end and output, every permission request with its title, description and
@@ -21,7 +22,8 @@
 //! kinds, statuses, methods, paths, JSON, raw lines, option names, the prompt...) reaches the
 //! output only through [`esc`], which escapes `& < > " '` and so is safe in text and inside the
 //! double-quoted attributes this module writes. Recorded data never goes into a `<script>`, a
-//! `<style>`, an `on*=` attribute, a URL or a class name: class names come from fixed tables, links
+//! `<style>`, an `on*=` attribute, a URL or a class name: class names come from fixed tables (the
+//! waterfall's state classes keep only `[a-z0-9_-]` of a recorded state), links
 //! are `#anchors` built from numbers, and the script reads recorded values only as DOM text and
 //! `data-*` attributes (never with `innerHTML`). As a second line of defence, the CSP allows only
 //! this module's own script and style (by hash), so an injected script or handler would not run.
@@ -33,12 +35,14 @@ use serde_json::Value;
 use sha2::Digest;
 
 pub(crate) mod diff;
+pub(crate) mod waterfall;
 
 use super::show::{self, Item, TurnView};
 use super::{format_duration, format_time, one_line, protocol_label};
 use crate::protocol::{Direction, MessageKind};
 use crate::query::Reader;
 use crate::query::Result;
+use crate::query::waterfall::TurnSpans;
 use crate::query::{self, MessageRow, PermissionRow, SessionRef, ToolCallRow};
 use diff::diff;
 
@@ -100,6 +104,8 @@ pub fn render(
     let timeline = show::timeline_of_turns(reader, session, turns.clone())?;
     let all_turns = query::turns(reader, session)?;
     let span = PageSpan::new(turns, &all_turns);
+    // The page's turns' spans, read at once for its range of turns.
+    let spans = query::waterfall::turn_spans(reader, session, span.first..span.end)?;
     let calls = calls_of_page(reader, session, &timeline, &all_turns, &span)?;
     let permissions: Vec<PermissionRow> = query::permission_requests(reader, session)?
         .into_iter()
@@ -133,6 +139,7 @@ pub fn render(
         &mut body,
         &timeline,
         &all_turns[span.first..span.end],
+        &spans,
         &span,
     );
     page.outside(&mut body, &calls, &permissions, &shown);
@@ -293,11 +300,15 @@ impl<'a> Page<'a> {
         out: &mut String,
         timeline: &show::Timeline,
         turns: &[query::Turn],
+        spans: &[TurnSpans],
         span: &PageSpan,
     ) -> Shown {
         out.push_str("<section id=\"timeline\"><h2>Timeline</h2>\n");
         if !span.whole {
             self.pages(out, span.first..span.end, span.size, timeline.total_turns);
+        }
+        if !timeline.turns.is_empty() {
+            waterfall::legend(out);
         }
         let mut shown = Shown::default();
         if !timeline.opening.is_empty() {
@@ -312,7 +323,18 @@ impl<'a> Page<'a> {
             out.push_str("<p class=\"empty\">No prompt turn was recorded.</p>\n");
         }
         for (view, turn) in timeline.turns.iter().zip(turns) {
-            self.turn(out, view, turn, &mut shown.calls, &mut shown.permissions);
+            let picture = spans
+                .binary_search_by_key(&view.index, |s| s.index)
+                .ok()
+                .map(|at| &spans[at]);
+            self.turn(
+                out,
+                view,
+                turn,
+                picture,
+                &mut shown.calls,
+                &mut shown.permissions,
+            );
         }
         if !span.whole {
             self.pages(out, span.first..span.end, span.size, timeline.total_turns);
@@ -498,6 +520,7 @@ impl<'a> Page<'a> {
         out: &mut String,
         view: &TurnView,
         turn: &query::Turn,
+        picture: Option<&TurnSpans>,
         shown_calls: &mut HashSet<String>,
         shown_permissions: &mut HashSet<i64>,
     ) {
@@ -531,11 +554,16 @@ impl<'a> Page<'a> {
                 " <a class=\"msglink\" href=\"#msg-{response}\">response #{response}</a>"
             );
         }
-        let _ = write!(
+        let _ = writeln!(
             out,
-            " <span class=\"when\">{} UTC</span></h3>\n<div class=\"items\">\n\
-             <div class=\"row prompt\"><span class=\"who\">prompt</span>",
+            " <span class=\"when\">{} UTC</span></h3>",
             format_time(view.started_at)
+        );
+        if let Some(picture) = picture {
+            waterfall::turn(out, picture);
+        }
+        out.push_str(
+            "<div class=\"items\">\n<div class=\"row prompt\"><span class=\"who\">prompt</span>",
         );
         text_block(out, &view.prompt, "text");
         out.push_str("</div>\n");

@@ -21,6 +21,29 @@ fn json<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// `acptap diff --json`'s answer, which the inspector's diff shows as it is.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DiffReport {
+    pub a: String,
+    pub b: String,
+    pub same: bool,
+    pub differences: Vec<Difference>,
+}
+
+/// A turn whose duration moved by more than this is a difference, unless told otherwise.
+pub const DEFAULT_TIMING_THRESHOLD_US: i64 = 5_000_000;
+
+/// The differences between `a` and `b` with the two sessions' ids.
+pub fn report(a: &Shape, b: &Shape, timing_threshold_us: i64) -> DiffReport {
+    let differences = compare(a, b, timing_threshold_us);
+    DiffReport {
+        a: a.session_id.clone(),
+        b: b.session_id.clone(),
+        same: differences.is_empty(),
+        differences,
+    }
+}
+
 /// The differences between `a` and `b`; a turn's duration counts when it moved by more than
 /// `timing_threshold_us`.
 pub fn compare(a: &Shape, b: &Shape, timing_threshold_us: i64) -> Vec<Difference> {

@@ -55,7 +55,7 @@ class VirtualList {
     this.renderRow = renderRow;
     this.onSelect = onSelect;
     this.pages = new Map();
-    this.loading = new Set();
+    this.loading = new Map();
     this.total = 0;
     this.source = null;
     this.selected = null;
@@ -99,9 +99,24 @@ class VirtualList {
     for (const page of wanted) this.load(page);
   }
 
-  async load(page) {
-    if (this.loading.has(page) || this.pages.has(page)) return;
-    this.loading.add(page);
+  /// Fetches a page (once: a page on its way is waited for, not asked again).
+  load(page) {
+    if (this.pages.has(page)) return Promise.resolve();
+    if (!this.loading.has(page)) this.loading.set(page, this.fetchPage(page));
+    return this.loading.get(page);
+  }
+
+  /// Scrolls to row `index` and selects it once its page has arrived (a click on a waterfall's
+  /// span jumps here).
+  async reveal(index) {
+    const generation = this.generation;
+    this.element.scrollTop = Math.max(0, index * ROW_HEIGHT - this.element.clientHeight / 2);
+    await this.load(Math.floor(index / PAGE));
+    if (generation === this.generation) this.select(index);
+  }
+
+  async fetchPage(page) {
+    await Promise.resolve();
     this.element.setAttribute("aria-busy", "true");
     const generation = this.generation;
     try {
@@ -232,6 +247,13 @@ function query(params) {
 
 function sourceFor(tab) {
   const base = current.base;
+  if (tab === "waterfall") return (offset, limit) => get(`${base}/waterfall/turns?${query({ offset, limit })}`);
+  if (tab === "findings") {
+    return async (offset, limit) => {
+      if (findings.base !== base) await loadFindings();
+      return { total: findings.list.length, items: findings.list.slice(offset, offset + limit) };
+    };
+  }
   return (offset, limit) => {
     const filters =
       tab === "tools"
@@ -254,7 +276,16 @@ async function openSession(connection, session, tab) {
     a.classList.toggle("active", a.dataset.tab === tab);
   }
   for (const span of document.querySelectorAll("#filters [data-for]")) span.hidden = span.dataset.for !== tab;
+  // Latency and info are panels; every other tab a list and its detail.
+  const panel = tab === "latency" || tab === "info";
+  $("split").hidden = panel;
+  $("panel").hidden = !panel;
+  $("session-view").dataset.tab = tab;
   if (!same) {
+    sessionAxis = null;
+    // The findings mark the rows of every list; checking a long connection takes a while, so
+    // the list does not wait for them: its rows are drawn again when they arrive.
+    refreshFindings();
     $("session-head").replaceChildren();
     $("detail").replaceChildren(el("p", { class: "hint" }, "Select a row."));
     // What came before the first turn (a resume or load and the history it replayed) is shown
@@ -269,7 +300,18 @@ async function openSession(connection, session, tab) {
   }
   $("list").setAttribute("aria-busy", "true");
   await loadHead(!same);
+  if (panel) {
+    $("panel").replaceChildren(el("p", { class: "hint" }, "loading…"));
+    await (tab === "latency" ? showLatency() : showInfo()).catch((error) => $("panel").replaceChildren(el("p", { class: "bad" }, String(error.message))));
+    return;
+  }
+  if (tab === "waterfall" && !sessionAxis) await loadAxis();
   list.show(sourceFor(tab), tab);
+  if (pendingReveal !== null) {
+    const index = pendingReveal;
+    pendingReveal = null;
+    list.reveal(index);
+  }
 }
 
 async function loadHead(first) {
@@ -329,6 +371,10 @@ async function loadHead(first) {
 
 function renderRow(item) {
   switch (current.tab) {
+    case "waterfall":
+      return waterfallRow(item);
+    case "findings":
+      return findingRow(item);
     case "turns":
       return el("div", { class: `turn-row${item.error ? " bad" : ""}` },
         el("span", { class: "c-index" }, `#${item.index}`),
@@ -339,9 +385,10 @@ function renderRow(item) {
         el("span", { class: "c-count" }, item.permissions ? `${item.permissions} perm.` : ""),
         el("span", { class: "c-stop" }, item.stop_reason ?? (item.error ? "error" : "…")),
         el("span", { class: "c-dur" }, duration(item.duration_us)),
+        findingBadge(findingsOfTurn(item.index)),
       );
     case "tools":
-      return el("div", { class: "tool-row" },
+      return el("div", { class: `tool-row${item.status === "failed" ? " bad" : ""}` },
         el("span", { class: "c-kind" }, item.kind ?? ""),
         el("span", { class: "c-text" }, item.title ?? item.tool_call_id),
         el("span", { class: "c-paths" }, item.paths.join(" ")),
@@ -349,7 +396,7 @@ function renderRow(item) {
         el("span", { class: "c-dur" }, duration(item.duration_us)),
       );
     case "permissions":
-      return el("div", { class: "perm-row" },
+      return el("div", { class: `perm-row${item.outcome === "error" ? " bad" : ""}` },
         el("span", { class: "c-time" }, time(item.requested_at).slice(11)),
         el("span", { class: "c-text" }, permissionLabel(item)),
         el("span", { class: `decision ${decisionClass(item)}` }, item.option_kind ?? item.outcome ?? "undecided"),
@@ -357,10 +404,12 @@ function renderRow(item) {
         el("span", { class: "c-dur" }, duration(item.decision_us)),
       );
     default:
-      return el("div", { class: `line-row dir-${item.direction}` },
+      return el("div", { class: `line-row dir-${item.direction}${item.error ? " bad" : ""}` },
         el("span", { class: "c-index" }, item.seq),
         el("span", { class: "c-dir" }, { c2a: "→ agent", a2c: "← agent", stderr: "stderr" }[item.direction] ?? item.direction),
         el("span", { class: "c-method" }, item.method ?? item.kind),
+        item.error ? el("span", { class: "c-error" }, "error") : null,
+        findingBadge(findingsOfLine(item.seq)),
         el("span", { class: "c-text mono" }, item.preview),
       );
   }
@@ -392,6 +441,12 @@ async function showDetail(item) {
         break;
       case "permissions":
         body = permissionDetail(item);
+        break;
+      case "waterfall":
+        body = turnWaterfall(await get(`${base}/waterfall/turns/${item.index}`));
+        break;
+      case "findings":
+        body = await findingDetail(item);
         break;
       default:
         body = lineDetail(await get(`${base}/lines/${item.seq}`));
@@ -559,17 +614,527 @@ function lineDetail(line) {
       ...field("line ending", line.line_ending ? "\\n" : "none (the stream ended without one)"),
       ...field("origin", line.origin),
     ),
+    findingsOfLine(line.seq).map((f) => el("p", { class: `finding sev-${cssName(f.severity)}` }, el("code", {}, f.rule), ` (${f.severity}): `, f.message, " ",
+      el("a", { href: f.spec, target: "_blank", rel: "noopener noreferrer" }, "spec"))),
     text(shown, "json"),
   );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Where the time went: the waterfall. A session's turns are rows drawn on one time axis (its
+// idle stretches, when no turn ran for a second or more, drawn narrow); a selected turn shows
+// each of its spans (the turn, the model's stretches, tool calls, permission requests, other
+// requests) on the turn's own axis. Bars are SVG rects with the report's classes (report.css);
+// labels and titles are text nodes.
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs)) if (value !== undefined && value !== null) node.setAttribute(key, String(value));
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(visible(String(child))));
+  }
+  return node;
+}
+
+/// A recorded state as a class name, as the report makes it (`state_class`): only `a-z`, digits,
+/// `_` and `-` kept.
+const cssName = (state) => String(state ?? "").replace(/[^a-z0-9_-]/g, "") || "other";
+const LANE_NAMES = { turn: "turn", model: "model", tool_call: "tool", permission: "permission", request: "request" };
+const WIDTH = 1000;
+
+/// A time axis: µs since the epoch to a position, with idle stretches drawn narrow, and the
+/// window in view (zoom and pan).
+class TimeAxis {
+  constructor(start, end, idle = []) {
+    this.start = start;
+    this.end = Math.max(end, start + 1);
+    this.idle = idle;
+    const idleTotal = idle.reduce((sum, i) => sum + (i.end_us - i.start_us), 0);
+    // An idle stretch is drawn as long as a fiftieth of the active time (at least 1 ms).
+    this.shown = Math.max(1000, (this.end - this.start - idleTotal) / 50);
+    this.saved = [];
+    let saved = 0;
+    for (const i of idle) {
+      this.saved.push(saved);
+      saved += i.end_us - i.start_us - Math.min(this.shown, i.end_us - i.start_us);
+    }
+    this.length = Math.max(1, this.end - this.start - saved);
+    this.view = [0, this.length];
+  }
+
+  /// Where `us` is on the axis, before the window.
+  at(us) {
+    let lo = 0;
+    let hi = this.idle.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.idle[mid].start_us <= us) lo = mid + 1;
+      else hi = mid;
+    }
+    const k = lo - 1;
+    if (k < 0) return us - this.start;
+    const i = this.idle[k];
+    const length = i.end_us - i.start_us;
+    const shown = Math.min(this.shown, length);
+    const idleAt = i.start_us - this.start - this.saved[k];
+    if (us < i.end_us) return idleAt + ((us - i.start_us) / length) * shown;
+    return us - this.start - this.saved[k] - (length - shown);
+  }
+
+  /// Where `us` is in a drawing `WIDTH` wide showing the window.
+  x(us) {
+    return ((this.at(us) - this.view[0]) / (this.view[1] - this.view[0])) * WIDTH;
+  }
+
+  zoom(factor, centre = 0.5) {
+    const [a, b] = this.view;
+    const span = Math.max((b - a) * factor, 10);
+    const mid = a + (b - a) * centre;
+    this.view = [mid - span * centre, mid - span * centre + span];
+    this.clamp();
+  }
+
+  pan(fraction) {
+    const shift = (this.view[1] - this.view[0]) * fraction;
+    this.view = [this.view[0] + shift, this.view[1] + shift];
+    this.clamp();
+  }
+
+  clamp() {
+    const span = Math.min(this.view[1] - this.view[0], this.length);
+    const a = Math.min(Math.max(this.view[0], 0), this.length - span);
+    this.view = [a, a + span];
+  }
+
+  fit() {
+    this.view = [0, this.length];
+  }
+}
+
+/// What a span's bar says when hovered.
+function spanTitle(span, origin) {
+  const end = span.end_us === null || span.end_us === undefined ? "never ended" : duration(span.end_us - span.start_us);
+  const rule = span.rule ? ` (rule ${span.rule})` : "";
+  return `${LANE_NAMES[span.lane] ?? span.lane}: ${span.label}: ${span.state}${rule}, ${end}, at +${duration(span.start_us - origin)}`;
+}
+
+/// A span's bar on `axis`, `y` and `height` in the drawing's units; `openUntil` ends an open one.
+function spanBar(span, axis, y, height, openUntil, origin) {
+  const open = span.end_us === null || span.end_us === undefined;
+  const x0 = axis.x(span.start_us);
+  const x1 = axis.x(open ? Math.max(openUntil, span.start_us) : span.end_us);
+  const classes = ["wf-bar", `wf-${cssName(span.lane)}`, `wf-${cssName(span.state)}`];
+  if (span.failed) classes.push("wf-failed");
+  if (open) classes.push("wf-open");
+  const attrs = { class: classes.join(" "), x: x0.toFixed(2), y, width: Math.max(x1 - x0, 1).toFixed(2), height };
+  attrs["data-start-us"] = span.start_us;
+  if (!open) attrs["data-end-us"] = span.end_us;
+  return svg("rect", attrs, svg("title", {}, spanTitle(span, origin)));
+}
+
+// The session's axis (read when the tab opens) and the lanes' place in a turn's row.
+let sessionAxis = null;
+const ROW_LANES = { turn: [1, 18], model: [3, 3], tool_call: [7, 5], permission: [12, 4], request: [16, 3] };
+
+function waterfallRow(item) {
+  const axis = sessionAxis;
+  const track = svg("svg", { class: "waterfall wf-track", viewBox: `0 0 ${WIDTH} 20`, preserveAspectRatio: "none" });
+  if (axis) {
+    for (const span of item.spans) {
+      const [y, height] = ROW_LANES[span.lane] ?? [1, 18];
+      const bar = spanBar(span, axis, y, height, item.end_us, item.start_us);
+      if (span.lane !== "turn" && span.target) {
+        bar.addEventListener("click", (event) => {
+          event.stopPropagation();
+          jump(span.target);
+        });
+      }
+      track.append(bar);
+    }
+  }
+  const failed = item.spans.some((s) => s.failed);
+  return el("div", { class: `wf-row${failed ? " bad" : ""}` },
+    el("span", { class: "c-index" }, `#${item.index}`),
+    el("span", { class: "c-dur" }, duration(item.end_us - item.start_us)),
+    track,
+    findingBadge(findingsOfTurn(item.index)),
+  );
+}
+
+/// The axis drawn above the rows: times at the window's edges and the idle stretches in view.
+function drawAxisNote() {
+  const axis = sessionAxis;
+  if (!axis) return;
+  const inView = axis.idle.filter((i) => axis.x(i.end_us) > 0 && axis.x(i.start_us) < WIDTH).length;
+  $("wf-legend").textContent = `${axis.idle.length} idle stretch(es) ${$("wf-compress").checked ? "compressed" : "at their length"}${inView ? `, ${inView} in view` : ""}`;
+}
+
+async function loadAxis() {
+  const answer = await get(`${current.base}/waterfall`);
+  sessionAxis = new TimeAxis(answer.start_us, answer.end_us, $("wf-compress").checked ? answer.idle : []);
+  sessionAxis.answer = answer;
+  drawAxisNote();
+}
+
+function waterfallControl(action) {
+  if (current?.tab !== "waterfall" || !sessionAxis) return;
+  action(sessionAxis);
+  drawAxisNote();
+  list.render();
+}
+
+/// A turn's spans, one row each, on the turn's own axis; a click on a row jumps to its row.
+function turnWaterfall(turn) {
+  const axis = new TimeAxis(turn.start_us, turn.end_us);
+  const chart = el("div", { class: "wf-turn", tabindex: "0" });
+  const draw = () => {
+    const rows = turn.spans.map((span) => {
+      const track = svg("svg", { class: "waterfall wf-track", viewBox: `0 0 ${WIDTH} 14`, preserveAspectRatio: "none" },
+        spanBar(span, axis, 1, 12, turn.end_us, turn.start_us));
+      const row = el("div", {
+        class: `wf-span lane-${cssName(span.lane)}${span.failed ? " bad" : ""}${span.target ? " link" : ""}`,
+        dataset: { lane: span.lane, start: span.start_us, end: span.end_us ?? "", target: span.target ? JSON.stringify(span.target) : "" },
+        onclick: () => jump(span.target),
+      },
+        el("span", { class: "wf-lane" }, LANE_NAMES[span.lane] ?? span.lane),
+        el("span", { class: "wf-label" }, span.label),
+        el("span", { class: "wf-state" }, span.rule ? `${span.state}: ${span.rule}` : span.state),
+        el("span", { class: "c-dur" }, span.end_us === null || span.end_us === undefined ? "open" : duration(span.end_us - span.start_us)),
+        track,
+      );
+      return row;
+    });
+    chart.replaceChildren(el("div", { class: "wf-span wf-head" }, el("span", {}, "lane"), el("span", {}, "what"), el("span", {}, "state"), el("span", {}, "took"), ruler(axis, turn.start_us)), ...rows);
+  };
+  chart.addEventListener("wheel", (event) => {
+    if (!event.ctrlKey && !event.shiftKey) return;
+    event.preventDefault();
+    if (event.ctrlKey) axis.zoom(event.deltaY > 0 ? 1.25 : 0.8);
+    else axis.pan(event.deltaY > 0 ? 0.1 : -0.1);
+    draw();
+  });
+  draw();
+  const button = (label, title, action) => el("button", { type: "button", title, onclick: () => { action(); draw(); } }, label);
+  const findings = findingsOfTurn(turn.index);
+  return el("div", { class: "turn-waterfall", dataset: { turn: turn.index } },
+    el("h3", {}, `Turn ${turn.index} `, el("span", { class: "dur" }, duration(turn.end_us - turn.start_us)), " ",
+      button("−", "zoom out (or Ctrl + wheel)", () => axis.zoom(1.5)),
+      button("+", "zoom in (or Ctrl + wheel)", () => axis.zoom(1 / 1.5)),
+      button("fit", "the whole turn", () => axis.fit())),
+    turn.cut ? el("p", { class: "warn" }, `${turn.cut} span(s) after the first 5,000 are not drawn`) : null,
+    findings.length ? el("p", { class: "bad" }, `${findings.length} finding(s) of acptap check in this turn (Findings tab)`) : null,
+    chart,
+    el("p", { class: "hint" }, "A click on a row opens it in its list. Model: the turn's time when no tool call, permission request or other request was open (1 ms at least)."),
+  );
+}
+
+/// Times at five places across the window, from `origin`.
+function ruler(axis, origin) {
+  const marks = [0, 0.25, 0.5, 0.75, 1].map((f) => {
+    const at = axis.view[0] + (axis.view[1] - axis.view[0]) * f;
+    const mark = el("span", {}, `+${duration(Math.round(at))}`);
+    mark.style.left = `${f * 100}%`;
+    return mark;
+  });
+  return el("div", { class: "wf-ruler" }, marks);
+}
+
+/// Opens the row a span stands for: its tab, scrolled to it and selected.
+async function jump(target) {
+  if (!target || !current) return;
+  let index;
+  if (target.tab === "turns") {
+    index = target.index - 1;
+  } else {
+    const where = new URLSearchParams({ tab: target.tab });
+    if (target.tab === "tools") where.set("tool_call_id", target.tool_call_id);
+    else where.set("seq", String(target.request_seq ?? target.seq));
+    index = (await get(`${current.base}/locate?${where}`)).index;
+  }
+  // The index is the unfiltered list's.
+  for (const id of ["f-status", "f-kind", "f-tool-text", "f-direction", "f-method", "f-text"]) $(id).value = "";
+  $("follow").checked = false;
+  pendingReveal = index;
+  const hash = `#/s/${current.connection}/${encodeURIComponent(current.session)}/${target.tab}`;
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+let pendingReveal = null;
+
+// ---------------------------------------------------------------------------------------------
+// What went wrong: acptap check's findings (read once a session opens, again when it records),
+// on the Findings tab and as a mark on the rows of the turns and lines they concern.
+
+let findings = { base: null, list: [], bySeq: new Map(), byTurn: new Map() };
+let findingsAsked = null; // {base, at} of the read on its way, if one is
+
+/// Reads the findings again (not more than one read at a time, nor more often than every 2 s
+/// while a session records), then marks the rows in view.
+function refreshFindings() {
+  const base = current.base;
+  if (findingsAsked && findingsAsked.base === base && (findingsAsked.pending || Date.now() - findingsAsked.at < 2000)) return;
+  findingsAsked = { base, at: Date.now(), pending: true };
+  loadFindings()
+    .catch(() => {})
+    .finally(() => {
+      if (findingsAsked?.base === base) findingsAsked.pending = false;
+      if (current?.base === base && !$("split").hidden) list.render();
+    });
+}
+
+async function loadFindings() {
+  const base = current.base;
+  const answer = await get(`${base}/findings`);
+  if (current?.base !== base) return;
+  const bySeq = new Map();
+  const byTurn = new Map();
+  for (const f of answer.findings) {
+    if (!bySeq.has(f.seq)) bySeq.set(f.seq, []);
+    bySeq.get(f.seq).push(f);
+    // A finding's turn is its own session's (or, for a line that names none, this one's).
+    if (f.turn !== null && f.turn !== undefined && (f.session_id === current.session || f.session_id === null)) {
+      if (!byTurn.has(f.turn)) byTurn.set(f.turn, []);
+      byTurn.get(f.turn).push(f);
+    }
+  }
+  findings = { base, list: answer.findings, silenced: answer.silenced, bySeq, byTurn };
+}
+
+const findingsOfTurn = (index) => (findings.base === current?.base ? findings.byTurn.get(index) ?? [] : []);
+const findingsOfLine = (seq) => (findings.base === current?.base ? findings.bySeq.get(seq) ?? [] : []);
+
+/// A mark on a row: how many findings, the worst one's rule in its title.
+function findingBadge(list) {
+  if (!list.length) return null;
+  const worst = list.find((f) => f.severity === "error") ?? list.find((f) => f.severity === "warning") ?? list[0];
+  return el("span", { class: `c-finding sev-${cssName(worst.severity)}`, title: list.map((f) => `${f.rule}: ${f.message}`).join("\n") },
+    `⚠ ${worst.rule}${list.length > 1 ? ` +${list.length - 1}` : ""}`);
+}
+
+function findingRow(f) {
+  return el("div", { class: `finding-row sev-${cssName(f.severity)}` },
+    el("span", { class: "c-sev" }, f.severity),
+    el("span", { class: "c-rule" }, f.rule),
+    el("span", { class: "c-index" }, `line ${f.seq}`),
+    el("span", { class: "c-count" }, f.turn ? `turn ${f.turn}` : ""),
+    el("span", { class: "c-text" }, f.message),
+  );
+}
+
+async function findingDetail(f) {
+  const line = await get(`${current.base}/lines/${f.seq}`);
+  return el("div", { class: "finding" },
+    el("h3", {}, el("span", { class: `sev-${cssName(f.severity)}` }, f.severity), " ", el("code", {}, f.rule)),
+    el("p", {}, f.message),
+    el("dl", { class: "meta" },
+      ...field("rule", f.summary),
+      ...field("spec", el("a", { href: f.spec, target: "_blank", rel: "noopener noreferrer" }, f.spec)),
+      ...field("line", f.seq),
+      ...field("turn", f.turn),
+      ...field("direction", f.direction),
+    ),
+    lineDetail(line),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Latency per method and per tool kind: what `acptap stats SESSION --by-method --json` prints.
+
+const BOUNDS = ["<1 ms", "<10 ms", "<100 ms", "<1 s", "<10 s", "<60 s", "≥60 s"];
+
+function histogram(counts) {
+  const top = Math.max(1, ...counts);
+  return svg("svg", { class: "histogram", viewBox: `0 0 ${counts.length * 8} 16`, preserveAspectRatio: "none" },
+    counts.map((n, i) => svg("rect", { x: i * 8 + 1, y: 16 - (n / top) * 16, width: 6, height: (n / top) * 16 }, svg("title", {}, `${BOUNDS[i] ?? i}: ${n}`))));
+}
+
+const us = (value) => el("td", { class: "num", dataset: { us: value }, title: `${value} µs` }, duration(value));
+
+function latencyTable(rows, first, name) {
+  return el("table", { class: "sessions latency", id: name },
+    el("thead", {}, el("tr", {}, ...[first, ...(name === "lat-methods" ? ["dir"] : []), "count", "failed", name === "lat-methods" ? "unanswered" : "unfinished", "p50", "p99", "max", "total", "distribution"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, rows.map((r) =>
+      el("tr", { class: r.failed ? "bad" : "", dataset: { key: name === "lat-methods" ? `${r.method} ${r.direction}` : r.kind } },
+        el("td", {}, name === "lat-methods" ? r.method : r.kind),
+        name === "lat-methods" ? el("td", {}, { c2a: "→ agent", a2c: "← agent" }[r.direction] ?? r.direction) : null,
+        el("td", { class: "num" }, r.count),
+        el("td", { class: "num" }, r.failed),
+        el("td", { class: "num" }, name === "lat-methods" ? r.unanswered : r.unfinished),
+        us(r.p50_us), us(r.p99_us), us(r.max_us), us(r.total_us),
+        el("td", {}, histogram(r.histogram)),
+      ))),
+  );
+}
+
+async function showLatency() {
+  const base = current.base;
+  const latency = await get(`${base}/latency`);
+  if (current?.base !== base || current.tab !== "latency") return;
+  $("panel").replaceChildren(
+    el("p", { class: "hint" }, "Each request's time from the request to its response, by method and by who sent it; each tool call's from its first report to completed or failed. The failed first, then the slowest (p99). The same figures as ",
+      el("code", {}, "acptap stats SESSION --by-method --json"), "."),
+    el("h3", {}, "Requests"),
+    latency.methods.length ? latencyTable(latency.methods, "method", "lat-methods") : el("p", { class: "hint" }, "No request was answered."),
+    el("h3", {}, "Tool calls"),
+    latency.tools.length ? latencyTable(latency.tools, "tool kind", "lat-tools") : el("p", { class: "hint" }, "No tool call ended."),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Session info: who talked, which protocol version, what each side offered.
+
+const valueText = (v) => (typeof v === "string" ? v : JSON.stringify(v));
+
+function capabilityTable(caps, id) {
+  return caps.length
+    ? el("table", { class: "sessions caps", id }, el("tbody", {}, caps.map((c) => el("tr", { dataset: { path: c.path } }, el("td", {}, el("code", {}, c.path)), el("td", {}, valueText(c.value))))))
+    : el("p", { class: "hint", id }, "none");
+}
+
+const nameAndVersion = (info) => (info ? [info.title ?? info.name ?? "?", info.version ? ` ${info.version}` : ""].join("") : "not said");
+
+async function showInfo() {
+  const base = current.base;
+  const info = await get(`${base}/info`);
+  if (current?.base !== base || current.tab !== "info") return;
+  const modes = info.modes?.availableModes ?? info.modes?.available_modes ?? [];
+  $("panel").replaceChildren(
+    el("div", { class: "info-grid" },
+      el("div", {},
+        el("h3", {}, "Client"),
+        el("dl", { class: "meta", id: "info-client" },
+          ...field("name", nameAndVersion(info.client)),
+          ...field("protocol offered", info.protocol.client_offered === null ? null : valueText(info.protocol.client_offered))),
+        el("h3", {}, "Client capabilities"),
+        capabilityTable(info.client_capabilities, "caps-client")),
+      el("div", {},
+        el("h3", {}, "Agent"),
+        el("dl", { class: "meta", id: "info-agent" },
+          ...field("name", nameAndVersion(info.agent)),
+          ...field("protocol answered", info.protocol.agent_answered === null ? null : valueText(info.protocol.agent_answered))),
+        el("h3", {}, "Agent capabilities"),
+        capabilityTable(info.agent_capabilities, "caps-agent")),
+    ),
+    el("h3", {}, "Authentication methods"),
+    info.auth_methods.length
+      ? el("ul", { id: "info-auth" }, info.auth_methods.map((m) => el("li", {}, el("code", {}, valueText(m.id ?? "")), " ", m.name ?? "", m.description ? `: ${m.description}` : "")))
+      : el("p", { class: "hint", id: "info-auth" }, "none"),
+    el("h3", {}, "Modes"),
+    modes.length
+      ? el("ul", { id: "info-modes" }, modes.map((m) => el("li", { class: m.id === info.current_mode ? "chosen" : "" }, el("code", {}, valueText(m.id ?? "")), " ", m.name ?? "", m.description ? `: ${m.description}` : "", m.id === info.current_mode ? " (current)" : "")))
+      : el("p", { class: "hint", id: "info-modes" }, "none advertised"),
+    el("h3", {}, "Commands"),
+    info.commands.length
+      ? el("table", { class: "sessions", id: "info-commands" }, el("tbody", {}, info.commands.map((c) => el("tr", {}, el("td", {}, el("code", {}, `/${valueText(c.name ?? "")}`)), el("td", {}, c.description ?? "")))))
+      : el("p", { class: "hint", id: "info-commands" }, "none advertised"),
+    info.initialize_seq !== null && info.initialize_seq !== undefined
+      ? el("p", { class: "hint" }, el("a", { href: "#", onclick: (event) => { event.preventDefault(); jump({ tab: "lines", seq: info.initialize_seq }); } }, "the initialize request"))
+      : null,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two sessions compared: `acptap diff --json A B`, and their latency side by side.
+
+async function loadDiff(a, b) {
+  $("where").textContent = " › diff";
+  sessions = await get("/api/sessions");
+  const option = (s) => el("option", { value: `${s.connection_id}/${encodeURIComponent(s.session_id)}` }, `${s.session_id} · ${s.agent} · ${time(s.created_at)}`);
+  for (const [id, chosen] of [["d-a", a], ["d-b", b]]) {
+    $(id).replaceChildren(el("option", { value: "" }, "choose a session"), ...sessions.map(option));
+    $(id).value = chosen ?? "";
+  }
+  if (!a || !b) {
+    $("d-summary").textContent = "Choose two sessions.";
+    $("d-body").replaceChildren();
+    return;
+  }
+  const [ac, as] = a.split("/");
+  const [bc, bs] = b.split("/");
+  const where = new URLSearchParams({ a_connection: ac, a_session: decodeURIComponent(as), b_connection: bc, b_session: decodeURIComponent(bs) });
+  let answer;
+  try {
+    answer = await get(`/api/diff?${where}`);
+  } catch (error) {
+    $("d-summary").textContent = visible(String(error.message));
+    $("d-body").replaceChildren();
+    return;
+  }
+  const d = answer.diff;
+  $("d-summary").textContent = visible(d.same ? "The same conversation (acptap diff finds no difference)." : `${d.differences.length} difference(s)`);
+  $("d-body").replaceChildren(
+    el("table", { class: "sessions", id: "d-differences" },
+      el("thead", {}, el("tr", {}, el("th", {}, "turn"), el("th", {}, "what"), el("th", {}, `A: ${d.a}`), el("th", {}, `B: ${d.b}`))),
+      el("tbody", {}, d.differences.map((x) =>
+        el("tr", {}, el("td", { class: "num" }, x.turn), el("td", {}, x.what), el("td", {}, text(json(x.a), "json")), el("td", {}, text(json(x.b), "json"))))),
+    ),
+    el("h3", {}, "Latency, A → B"),
+    latencyDeltas(answer.latency.a.methods, answer.latency.b.methods, (r) => `${r.method} ${r.direction}`, "d-lat-methods"),
+    latencyDeltas(answer.latency.a.tools, answer.latency.b.tools, (r) => r.kind, "d-lat-tools"),
+  );
+}
+
+function latencyDeltas(a, b, key, id) {
+  const keys = [...new Set([...a.map(key), ...b.map(key)])];
+  const byKey = (rows) => new Map(rows.map((r) => [key(r), r]));
+  const [ma, mb] = [byKey(a), byKey(b)];
+  const delta = (x, y) => (x === undefined || y === undefined ? el("td", {}, "") : el("td", { class: `num ${y > x ? "bad" : y < x ? "ok" : ""}`, dataset: { us: y - x } }, `${y >= x ? "+" : "−"}${duration(Math.abs(y - x))}`));
+  return el("table", { class: "sessions latency", id },
+    el("thead", {}, el("tr", {}, ...[id === "d-lat-methods" ? "method" : "tool kind", "A count", "A p50", "A p99", "B count", "B p50", "B p99", "Δ p50", "Δ p99"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, keys.map((k) => {
+      const [x, y] = [ma.get(k), mb.get(k)];
+      const cell = (r, f) => (r ? us(r[f]) : el("td", {}, "–"));
+      return el("tr", { dataset: { key: k } }, el("td", {}, k),
+        el("td", { class: "num" }, x?.count ?? 0), cell(x, "p50_us"), cell(x, "p99_us"),
+        el("td", { class: "num" }, y?.count ?? 0), cell(y, "p50_us"), cell(y, "p99_us"),
+        delta(x?.p50_us, y?.p50_us), delta(x?.p99_us, y?.p99_us));
+    })),
+  );
+}
+
+for (const id of ["d-a", "d-b"]) {
+  $(id).addEventListener("input", () => {
+    const [a, b] = [$("d-a").value, $("d-b").value];
+    location.hash = a && b ? `#/diff/${a}/${b}` : "#/diff";
+  });
+}
+$("wf-in").addEventListener("click", () => waterfallControl((a) => a.zoom(1 / 1.5)));
+$("wf-out").addEventListener("click", () => waterfallControl((a) => a.zoom(1.5)));
+$("wf-left").addEventListener("click", () => waterfallControl((a) => a.pan(-0.25)));
+$("wf-right").addEventListener("click", () => waterfallControl((a) => a.pan(0.25)));
+$("wf-fit").addEventListener("click", () => waterfallControl((a) => a.fit()));
+$("wf-compress").addEventListener("input", async () => {
+  if (current?.tab !== "waterfall") return;
+  await loadAxis();
+  list.render();
+});
+$("list").addEventListener("wheel", (event) => {
+  if (current?.tab !== "waterfall" || (!event.ctrlKey && !event.shiftKey)) return;
+  event.preventDefault();
+  // Zoom about the pointer: where it is across the track.
+  const track = event.target.closest?.(".wf-track") ?? $("list").querySelector(".wf-track");
+  const box = track?.getBoundingClientRect();
+  const centre = box && box.width ? Math.min(1, Math.max(0, (event.clientX - box.left) / box.width)) : 0.5;
+  waterfallControl((a) => (event.ctrlKey ? a.zoom(event.deltaY > 0 ? 1.25 : 0.8, centre) : a.pan(event.deltaY > 0 ? 0.1 : -0.1)));
+}, { passive: false });
 
 // ---------------------------------------------------------------------------------------------
 // Routing (#/ and #/s/CONNECTION/SESSION/TAB) and live refresh.
 
 async function route() {
   const match = location.hash.match(/^#\/s\/(\d+)\/([^/]+)\/(\w+)$/);
+  const diff = location.hash.match(/^#\/diff(?:\/(\d+\/[^/]+)\/(\d+\/[^/]+))?$/);
   $("policy-view").hidden = true;
-  if (match) {
+  $("diff-view").hidden = true;
+  if (diff) {
+    current = null;
+    $("session-view").hidden = true;
+    $("sessions-view").hidden = true;
+    $("diff-view").hidden = false;
+    await loadDiff(diff[1], diff[2]);
+  } else if (match) {
     await openSession(Number(match[1]), decodeURIComponent(match[2]), match[3]);
   } else if (location.hash === "#/policy") {
     current = null;
@@ -659,7 +1224,13 @@ async function changed() {
   try {
     if (current) {
       // Another session's lines change nothing here.
-      if (await loadHead(false)) list.refresh();
+      if (await loadHead(false)) {
+        refreshFindings();
+        if (current.tab === "waterfall") await loadAxis();
+        if (current.tab === "latency") await showLatency();
+        else if (current.tab === "info") await showInfo();
+        else list.refresh();
+      }
     } else if (!$("policy-view").hidden) {
       await loadPolicy();
     } else {

@@ -1,0 +1,224 @@
+//! The inspector's views of where a session's time went and what went wrong: the waterfall (a
+//! session's turns on one axis, a turn's spans), the latency per method and tool kind (what
+//! `acptap stats --by-method --json` prints), `acptap check`'s findings placed on their turns,
+//! the session's info (what each side offered in `initialize`), the diff of two sessions (what
+//! `acptap diff --json` prints), and where a row is in its list (a click on a span jumps to it).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use rusqlite::{OptionalExtension, params};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::api::{Paging, respond, session_ref};
+use super::{App, UiError, read};
+use crate::query::compare;
+use crate::query::pages::Page;
+use crate::query::{QueryError, SessionRef, waterfall};
+
+/// A session's axis: its turns' extent and its idle stretches.
+pub(super) async fn axis(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            Ok(waterfall::axis(r, &session).map_err(QueryError::from)?)
+        })
+        .await,
+    )
+}
+
+/// A page of turns, each with its spans (the session's waterfall rows).
+pub(super) async fn turn_rows(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+    Query(paging): Query<Paging>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            let page = paging.request();
+            let axis = waterfall::axis(r, &session).map_err(QueryError::from)?;
+            let range = page.offset..page.offset.saturating_add(page.limit);
+            let items = waterfall::turn_spans(r, &session, range).map_err(QueryError::from)?;
+            Ok(Page::new(&page, axis.turns, items))
+        })
+        .await,
+    )
+}
+
+/// One turn's spans.
+pub(super) async fn turn(
+    State(app): State<Arc<App>>,
+    Path((connection, session, index)): Path<(i64, String, usize)>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            let at = index.checked_sub(1).ok_or_else(|| {
+                UiError::NotFound("no turn 0: turns are numbered from 1".to_owned())
+            })?;
+            waterfall::turn_spans(r, &session, at..at + 1)
+                .map_err(QueryError::from)?
+                .pop()
+                .ok_or_else(|| UiError::NotFound(format!("no turn {index}")))
+        })
+        .await,
+    )
+}
+
+/// Which row a click asks for: a tool call by id, a permission request or a line by seq.
+#[derive(Deserialize)]
+pub(super) struct Locate {
+    tab: String,
+    tool_call_id: Option<String>,
+    seq: Option<i64>,
+}
+
+/// Where a row is in its unfiltered list (`{"index": N}`, from 0), so the page can scroll to it.
+pub(super) async fn locate(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+    Query(locate): Query<Locate>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            let index = position(r, &session, &locate)?;
+            Ok(json!({ "index": index }))
+        })
+        .await,
+    )
+}
+
+fn position(
+    r: &crate::query::Reader,
+    session: &SessionRef,
+    locate: &Locate,
+) -> Result<i64, UiError> {
+    let conn = r.conn();
+    let (c, s) = (session.connection_id, &session.session_id);
+    let found: Option<i64> = match (locate.tab.as_str(), &locate.tool_call_id, locate.seq) {
+        // The tool calls list's order: first seen, then id.
+        ("tools", Some(id), _) => conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM tool_calls o
+                         WHERE o.connection_id = k.connection_id AND o.session_id = k.session_id
+                           AND (o.first_seen_at, o.id) < (k.first_seen_at, k.id))
+                 FROM tool_calls k WHERE k.connection_id = ?1 AND k.session_id = ?2 AND k.tool_call_id = ?3",
+                params![c, s, id],
+                |row| row.get(0),
+            )
+            .optional(),
+        ("permissions", _, Some(seq)) => conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM permission_requests o
+                         WHERE o.connection_id = ?1 AND o.session_id = ?2 AND o.request_seq < ?3)
+                 FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2 AND request_seq = ?3",
+                params![c, s, seq],
+                |row| row.get(0),
+            )
+            .optional(),
+        // The raw lines list is the connection's.
+        ("lines", _, Some(seq)) => conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM messages WHERE connection_id = ?1 AND seq < ?2)
+                 FROM messages WHERE connection_id = ?1 AND seq = ?2",
+                params![c, seq],
+                |row| row.get(0),
+            )
+            .optional(),
+        _ => {
+            return Err(UiError::NotFound(
+                "locate: give tab=tools with tool_call_id, or tab=permissions or tab=lines with seq"
+                    .to_owned(),
+            ));
+        }
+    }
+    .map_err(QueryError::from)?;
+    found.ok_or_else(|| UiError::NotFound(format!("no such row in {}", locate.tab)))
+}
+
+/// The two sessions a diff compares.
+#[derive(Deserialize)]
+pub(super) struct Pair {
+    a_connection: i64,
+    a_session: String,
+    b_connection: i64,
+    b_session: String,
+}
+
+/// `acptap diff --json A B` (with its default timing threshold), and the two sessions' latency
+/// per method and tool kind, for the deltas.
+pub(super) async fn diff(State(app): State<Arc<App>>, Query(pair): Query<Pair>) -> Response {
+    respond(
+        read(&app, move |r| {
+            let a = session_ref(r, pair.a_connection, pair.a_session)?;
+            let b = session_ref(r, pair.b_connection, pair.b_session)?;
+            let shape_a = compare::shape(r, &a).map_err(QueryError::from)?;
+            let shape_b = compare::shape(r, &b).map_err(QueryError::from)?;
+            let report = compare::report(&shape_a, &shape_b, compare::DEFAULT_TIMING_THRESHOLD_US);
+            let latency_a = crate::query::latency::by_method(r, &a).map_err(QueryError::from)?;
+            let latency_b = crate::query::latency::by_method(r, &b).map_err(QueryError::from)?;
+            Ok(json!({
+                "diff": report,
+                "latency": {"a": latency_a, "b": latency_b},
+            }))
+        })
+        .await,
+    )
+}
+
+/// The latency per method and per tool kind: `acptap stats SESSION --by-method --json`.
+pub(super) async fn latency(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            Ok(crate::query::latency::by_method(r, &session).map_err(QueryError::from)?)
+        })
+        .await,
+    )
+}
+
+/// `acptap check SESSION --json`'s findings (silenced as the config says), each placed on its
+/// session and turn.
+pub(super) async fn findings(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+) -> Response {
+    let silenced = app.silenced.clone();
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            Ok(
+                crate::query::findings::session_findings(r, &session, |agent, rule| {
+                    silenced(agent, rule)
+                })
+                .map_err(QueryError::from)?,
+            )
+        })
+        .await,
+    )
+}
+
+/// Who talked and what each side offered: client and agent, protocol versions, capabilities,
+/// authentication methods, modes and commands.
+pub(super) async fn info(
+    State(app): State<Arc<App>>,
+    Path((connection, session)): Path<(i64, String)>,
+) -> Response {
+    respond(
+        read(&app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            Ok(crate::query::info::session_info(r, &session).map_err(QueryError::from)?)
+        })
+        .await,
+    )
+}
