@@ -62,8 +62,8 @@ mod layering {
         ("policy", &["protocol"]),
         ("record", &["protocol"]),
         // The read side names `record` for the schema's facts only (its version, the lock wait,
-        // the store's error).
-        ("query", &["protocol", "record", "terminal"]),
+        // the store's error), and `check` (pure) to check a recorded connection's lines.
+        ("query", &["check", "protocol", "record", "terminal"]),
         ("proxy", &["policy", "protocol", "record"]),
         ("inspect", &["query", "protocol", "terminal"]),
         (

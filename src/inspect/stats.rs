@@ -98,12 +98,10 @@ fn buckets_legend() -> String {
 
 fn render_latency_unescaped(latency: &Latency) -> String {
     const MOST: usize = 40;
-    let figure = |count: i64, us: i64| {
-        if count == 0 {
-            "-".to_owned()
-        } else {
-            format_duration(us)
-        }
+    // A figure of nothing (no request answered, no call ended) is `-`.
+    let figure = |count: i64, us: Option<i64>| match us {
+        Some(us) if count > 0 => format_duration(us),
+        _ => "-".to_owned(),
     };
     let left_out = |n: i64, what: &str| {
         if n == 0 {
@@ -139,7 +137,7 @@ fn render_latency_unescaped(latency: &Latency) -> String {
             figure(m.count, m.p50_us),
             figure(m.count, m.p99_us),
             figure(m.count, m.max_us),
-            figure(m.count, m.total_us),
+            figure(m.count, Some(m.total_us)),
             distribution(&m.histogram),
             left_out(m.unanswered, "unanswered"),
         );
@@ -172,7 +170,7 @@ fn render_latency_unescaped(latency: &Latency) -> String {
             figure(t.count, t.p50_us),
             figure(t.count, t.p99_us),
             figure(t.count, t.max_us),
-            figure(t.count, t.total_us),
+            figure(t.count, Some(t.total_us)),
             distribution(&t.histogram),
             left_out(t.unfinished, "unfinished"),
         );

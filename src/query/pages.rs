@@ -518,3 +518,52 @@ mod tests {
         assert_eq!((beyond.items.len(), beyond.more), (0, 0));
     }
 }
+
+/// A row of one of a session's lists, named as a waterfall's span names it.
+#[derive(Debug, Clone)]
+pub(crate) enum RowOf {
+    /// A tool call, by id, in the tool calls list (first seen, then id).
+    ToolCall(String),
+    /// A permission request, by the seq of its line, in the permissions list.
+    Permission(i64),
+    /// A line, by seq, in the connection's raw lines.
+    Line(i64),
+}
+
+/// Where a row is in its unfiltered list (from 0), `None` if the session has no such row.
+pub(crate) fn position(
+    reader: &Reader,
+    session: &SessionRef,
+    row: &RowOf,
+) -> rusqlite::Result<Option<i64>> {
+    let conn = reader.conn();
+    let (c, s) = (session.connection_id, &session.session_id);
+    match row {
+        RowOf::ToolCall(id) => conn
+            .prepare_cached(
+                "SELECT (SELECT count(*) FROM tool_calls o
+                         WHERE o.connection_id = k.connection_id AND o.session_id = k.session_id
+                           AND (o.first_seen_at, o.id) < (k.first_seen_at, k.id))
+                 FROM tool_calls k
+                 WHERE k.connection_id = ?1 AND k.session_id = ?2 AND k.tool_call_id = ?3",
+            )?
+            .query_row(params![c, s, id], |r| r.get(0))
+            .optional(),
+        RowOf::Permission(seq) => conn
+            .prepare_cached(
+                "SELECT (SELECT count(*) FROM permission_requests o
+                         WHERE o.connection_id = ?1 AND o.session_id = ?2 AND o.request_seq < ?3)
+                 FROM permission_requests
+                 WHERE connection_id = ?1 AND session_id = ?2 AND request_seq = ?3",
+            )?
+            .query_row(params![c, s, seq], |r| r.get(0))
+            .optional(),
+        RowOf::Line(seq) => conn
+            .prepare_cached(
+                "SELECT (SELECT count(*) FROM messages WHERE connection_id = ?1 AND seq < ?2)
+                 FROM messages WHERE connection_id = ?1 AND seq = ?2",
+            )?
+            .query_row(params![c, seq], |r| r.get(0))
+            .optional(),
+    }
+}

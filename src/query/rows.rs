@@ -227,24 +227,38 @@ pub struct Turn {
 }
 
 pub fn turns(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<Turn>> {
+    turns_from(reader, session, 0, i64::MAX)
+}
+
+/// The session's turns numbered `first..first + count` (from 0), in order.
+pub fn turns_from(
+    reader: &Reader,
+    session: &SessionRef,
+    first: i64,
+    count: i64,
+) -> rusqlite::Result<Vec<Turn>> {
     let conn = reader.conn();
-    conn.prepare(
+    conn.prepare_cached(
         "SELECT request_seq, response_seq, started_at, ended_at, duration_us, stop_reason, error,
                 cancel_requested_at
-         FROM prompt_turns WHERE connection_id = ?1 AND session_id = ?2 ORDER BY request_seq",
+         FROM prompt_turns WHERE connection_id = ?1 AND session_id = ?2 ORDER BY request_seq
+         LIMIT ?4 OFFSET ?3",
     )?
-    .query_map(params![session.connection_id, session.session_id], |r| {
-        Ok(Turn {
-            request_seq: r.get(0)?,
-            response_seq: r.get(1)?,
-            started_at: r.get(2)?,
-            ended_at: r.get(3)?,
-            duration_us: r.get(4)?,
-            stop_reason: r.get(5)?,
-            error: r.get(6)?,
-            cancel_requested_at: r.get(7)?,
-        })
-    })?
+    .query_map(
+        params![session.connection_id, session.session_id, first, count],
+        |r| {
+            Ok(Turn {
+                request_seq: r.get(0)?,
+                response_seq: r.get(1)?,
+                started_at: r.get(2)?,
+                ended_at: r.get(3)?,
+                duration_us: r.get(4)?,
+                stop_reason: r.get(5)?,
+                error: r.get(6)?,
+                cancel_requested_at: r.get(7)?,
+            })
+        },
+    )?
     .collect()
 }
 

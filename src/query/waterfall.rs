@@ -26,7 +26,7 @@ use rusqlite::params;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Reader, SessionRef, Turn, turns};
+use super::{Reader, SessionRef, Turn, turns, turns_from};
 
 /// A stretch with no turn running at least this long is idle: the page compresses it.
 pub const IDLE_MIN_US: i64 = 1_000_000;
@@ -165,9 +165,18 @@ pub fn turn_spans(
     session: &SessionRef,
     range: Range<usize>,
 ) -> rusqlite::Result<Vec<TurnSpans>> {
-    let all = turns(reader, session)?;
-    let first = range.start.min(all.len());
-    let end = range.end.clamp(first, all.len());
+    // The turns asked for and the one after them (where the last one's lines end); their
+    // numbers are from `range.start`.
+    let offset = range.start;
+    let wanted = range.end.saturating_sub(range.start);
+    let as_sql = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let all = turns_from(
+        reader,
+        session,
+        as_sql(offset),
+        as_sql(wanted).saturating_add(1),
+    )?;
+    let (first, end) = (0, wanted.min(all.len()));
     if first == end {
         return Ok(Vec::new());
     }
@@ -188,10 +197,10 @@ pub fn turn_spans(
         .iter()
         .enumerate()
         .map(|(i, t)| TurnSpans {
-            index: first + i + 1,
+            index: offset + i + 1,
             start_us: t.started_at,
             end_us: turn_end(t),
-            spans: vec![turn_span(t, first + i + 1)],
+            spans: vec![turn_span(t, offset + i + 1)],
             cut: 0,
         })
         .collect();
@@ -311,10 +320,12 @@ pub fn turn_spans(
         }
         let Some(json) = json else { continue };
         let params = json.get("params");
+        // A request that names no session (`initialize`, a `session/new` of another session)
+        // is the connection's, not the turn's.
         let for_this_session = params
             .and_then(|p| p.get("sessionId"))
             .and_then(Value::as_str)
-            .is_none_or(|s| s == session.session_id);
+            .is_some_and(|s| s == session.session_id);
         let Some(at) = place_by_seq(seq).filter(|_| for_this_session) else {
             continue;
         };
@@ -393,7 +404,9 @@ fn finish(turn: &mut TurnSpans) {
     busy.sort_unstable();
     let mut model = Vec::new();
     let mut free_from = turn.start_us;
+    // The model's stretches lie within the turn, whatever was recorded after its answer.
     for (start, end) in busy.into_iter().chain([(turn.end_us, turn.end_us)]) {
+        let start = start.min(turn.end_us);
         if start - free_from >= MODEL_MIN_US {
             model.push(Span {
                 lane: Lane::Model,
@@ -463,11 +476,8 @@ mod tests {
         let axis = axis_of(&all);
         assert_eq!(axis.idle.len(), MAX_IDLE);
         assert!(axis.idle.windows(2).all(|w| w[0].start_us < w[1].start_us));
-        // The ten shortest (the first ten gaps) are the ones left out.
-        assert_eq!(
-            axis.idle[0].end_us - axis.idle[0].start_us,
-            IDLE_MIN_US + 10
-        );
+        // MAX_IDLE + 9 gaps between the turns: the nine shortest (the first nine) are left out.
+        assert_eq!(axis.idle[0].end_us - axis.idle[0].start_us, IDLE_MIN_US + 9);
     }
 
     #[test]
@@ -493,6 +503,8 @@ mod tests {
                 span(Lane::Permission, 20_000, Some(40_000)),
                 span(Lane::Request, 40_500, Some(41_000)),
                 span(Lane::ToolCall, 90_000, None),
+                // Recorded after the turn's answer: no model time after the turn.
+                span(Lane::Request, 150_000, Some(160_000)),
             ],
             cut: 0,
         };
@@ -511,5 +523,104 @@ mod tests {
                 .windows(2)
                 .all(|w| w[0].start_us <= w[1].start_us)
         );
+    }
+
+    /// A transcript of `(seconds, direction, line)`.
+    fn transcript(lines: &[(f64, &str, serde_json::Value)]) -> String {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, (t, dir, line))| {
+                serde_json::json!({"seq": i, "t": t, "dir": dir, "eol": true, "text": line.to_string()})
+                    .to_string()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_turn_holds_its_own_sessions_requests_and_no_model_time_past_its_answer() {
+        use serde_json::json;
+        let prompt = |id: i64, s: &str| json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {"sessionId": s, "prompt": []}});
+        let (_dir, reader, connection_id) = super::super::info::tests::imported(&transcript(&[
+            (
+                0.0,
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}}),
+            ),
+            (
+                0.01,
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "a"}}),
+            ),
+            (1.0, "c2a", prompt(2, "a")),
+            (
+                1.02,
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": 7, "method": "fs/read_text_file", "params": {"sessionId": "a", "path": "/p/x"}}),
+            ),
+            (
+                1.03,
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": 7, "result": {"content": ""}}),
+            ),
+            (
+                1.1,
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
+            ),
+            // Another session made after turn 1's answer: not turn 1's.
+            (
+                1.2,
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}}),
+            ),
+            (
+                1.25,
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": 3, "result": {"sessionId": "b"}}),
+            ),
+            (
+                1.3,
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": 8, "method": "fs/read_text_file", "params": {"sessionId": "b", "path": "/p/y"}}),
+            ),
+            (
+                1.31,
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": 8, "error": {"code": -32002, "message": "no"}}),
+            ),
+        ]));
+        let a = SessionRef {
+            connection_id,
+            session_id: "a".into(),
+        };
+        let turns = turn_spans(&reader, &a, 0..10).unwrap();
+        assert_eq!(turns.len(), 1);
+        let t = &turns[0];
+        let lanes: Vec<(Lane, &str, &str)> = t
+            .spans
+            .iter()
+            .map(|s| (s.lane, s.label.as_str(), s.state.as_str()))
+            .collect();
+        assert_eq!(
+            lanes,
+            [
+                (Lane::Turn, "turn 1", "end_turn"),
+                (Lane::Model, "model", "thinking"),
+                (Lane::Request, "fs/read_text_file /p/x", "answered"),
+                (Lane::Model, "model", "thinking"),
+            ]
+        );
+        for s in &t.spans {
+            assert!(
+                s.start_us >= t.start_us && s.end_us.unwrap() <= t.end_us,
+                "{s:?}"
+            );
+        }
+        let request = &t.spans[2];
+        assert_eq!(request.kind.as_deref(), Some("agent"));
+        assert_eq!(request.target, Some(Target::Lines { seq: 3 }));
+        assert_eq!(request.end_us.unwrap() - request.start_us, 10_000);
     }
 }

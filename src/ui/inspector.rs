@@ -8,14 +8,13 @@ use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use rusqlite::{OptionalExtension, params};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::api::{Paging, respond, session_ref};
 use super::{App, UiError, read};
 use crate::query::compare;
-use crate::query::pages::Page;
+use crate::query::pages::{self, Page, RowOf};
 use crate::query::{QueryError, SessionRef, waterfall};
 
 /// A session's axis: its turns' extent and its idle stretches.
@@ -100,47 +99,20 @@ fn position(
     session: &SessionRef,
     locate: &Locate,
 ) -> Result<i64, UiError> {
-    let conn = r.conn();
-    let (c, s) = (session.connection_id, &session.session_id);
-    let found: Option<i64> = match (locate.tab.as_str(), &locate.tool_call_id, locate.seq) {
-        // The tool calls list's order: first seen, then id.
-        ("tools", Some(id), _) => conn
-            .query_row(
-                "SELECT (SELECT count(*) FROM tool_calls o
-                         WHERE o.connection_id = k.connection_id AND o.session_id = k.session_id
-                           AND (o.first_seen_at, o.id) < (k.first_seen_at, k.id))
-                 FROM tool_calls k WHERE k.connection_id = ?1 AND k.session_id = ?2 AND k.tool_call_id = ?3",
-                params![c, s, id],
-                |row| row.get(0),
-            )
-            .optional(),
-        ("permissions", _, Some(seq)) => conn
-            .query_row(
-                "SELECT (SELECT count(*) FROM permission_requests o
-                         WHERE o.connection_id = ?1 AND o.session_id = ?2 AND o.request_seq < ?3)
-                 FROM permission_requests WHERE connection_id = ?1 AND session_id = ?2 AND request_seq = ?3",
-                params![c, s, seq],
-                |row| row.get(0),
-            )
-            .optional(),
-        // The raw lines list is the connection's.
-        ("lines", _, Some(seq)) => conn
-            .query_row(
-                "SELECT (SELECT count(*) FROM messages WHERE connection_id = ?1 AND seq < ?2)
-                 FROM messages WHERE connection_id = ?1 AND seq = ?2",
-                params![c, seq],
-                |row| row.get(0),
-            )
-            .optional(),
+    let row = match (locate.tab.as_str(), &locate.tool_call_id, locate.seq) {
+        ("tools", Some(id), _) => RowOf::ToolCall(id.clone()),
+        ("permissions", _, Some(seq)) => RowOf::Permission(seq),
+        ("lines", _, Some(seq)) => RowOf::Line(seq),
         _ => {
-            return Err(UiError::NotFound(
+            return Err(UiError::BadRequest(
                 "locate: give tab=tools with tool_call_id, or tab=permissions or tab=lines with seq"
                     .to_owned(),
             ));
         }
-    }
-    .map_err(QueryError::from)?;
-    found.ok_or_else(|| UiError::NotFound(format!("no such row in {}", locate.tab)))
+    };
+    pages::position(r, session, &row)
+        .map_err(QueryError::from)?
+        .ok_or_else(|| UiError::NotFound(format!("no such row in {}", locate.tab)))
 }
 
 /// The two sessions a diff compares.

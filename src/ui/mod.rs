@@ -57,6 +57,9 @@ pub(crate) enum UiError {
     /// a download.
     #[error("{0}")]
     NotFound(String),
+    /// A request that does not say what it asks for (a parameter missing or unknown).
+    #[error("{0}")]
+    BadRequest(String),
     /// The database could not be opened: `Reader::open`'s error as it is.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -89,6 +92,7 @@ impl UiError {
             | UiError::Trace(_)
             | UiError::Json(_) => StatusCode::NOT_FOUND,
             // The server's own, never a request's.
+            UiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             UiError::Listen { .. } | UiError::Io(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

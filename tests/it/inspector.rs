@@ -203,7 +203,10 @@ fn the_waterfall_shows_each_tool_call_and_permission_as_recorded_and_a_click_sel
     let drawn: Vec<(i64, i64, String)> = of_lane("permission")
         .iter()
         .map(|s| {
-            assert!(s["bar_class"].as_str().unwrap().contains("wf-user"), "{s}");
+            assert!(
+                s["bar_class"].as_str().unwrap().contains("wf-is-user"),
+                "{s}"
+            );
             (
                 s["start"].as_i64().unwrap(),
                 s["end"].as_i64().unwrap(),
@@ -296,7 +299,14 @@ fn the_latency_table_is_what_stats_by_method_prints() {
     let figures = |r: &Value| -> Vec<String> {
         ["p50_us", "p99_us", "max_us", "total_us"]
             .iter()
-            .map(|k| r[k].to_string())
+            // A figure of nothing (null) is shown as a dash.
+            .map(|k| {
+                if r[k].is_null() {
+                    "–".to_owned()
+                } else {
+                    r[k].to_string()
+                }
+            })
             .collect()
     };
     let methods = stats["methods"].as_array().unwrap();
@@ -577,7 +587,8 @@ fn a_protocol_violation_shows_its_finding_on_its_rows() {
     ghost["text"] = json!(update.to_string());
     records[12] = ghost;
     let mut stray = records[14].clone();
-    stray["text"] = json!(r#"{"jsonrpc":"2.0","id":999,"result":{}}"#);
+    // Its id reverses the text after it (U+202E): shown as ⟨U+202E⟩, in a tooltip too.
+    stray["text"] = json!("{\"jsonrpc\":\"2.0\",\"id\":\"\u{202e}999\",\"result\":{}}");
     records.insert(15, stray);
     let text: String = records
         .iter_mut()
@@ -598,7 +609,13 @@ fn a_protocol_violation_shows_its_finding_on_its_rows() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| json!([f["rule"], f["seq"], f["message"]]))
+        .map(|f| {
+            let message = f["message"]
+                .as_str()
+                .unwrap()
+                .replace('\u{202e}', "⟨U+202E⟩");
+            json!([f["rule"], f["seq"], message])
+        })
         .collect();
     let rules: Vec<&str> = checked["results"][0]["findings"]
         .as_array()
@@ -613,34 +630,38 @@ fn a_protocol_violation_shows_its_finding_on_its_rows() {
 
     let ui = start(&sb);
     let stray_row = "#list .row[data-index='15']:not(.loading)";
+    let badge = format!("{stray_row} .c-finding");
     let steps = vec![
+        step(
+            "findings",
+            &format!(
+                "{} && [...document.querySelectorAll('#list .finding-row')].map(r => [r.querySelector('.c-rule').textContent, \
+                     Number(r.querySelector('.c-index').textContent.replace('line ', '')), r.querySelector('.c-text').textContent])",
+                loaded("findings")
+            ),
+            "document.querySelector('#list .finding-row.sev-error').click()",
+        ),
         shot(
             step(
-                "findings",
-                &format!(
-                    "{} && [...document.querySelectorAll('#list .finding-row')].map(r => [r.querySelector('.c-rule').textContent, \
-                     Number(r.querySelector('.c-index').textContent.replace('line ', '')), r.querySelector('.c-text').textContent])",
-                    loaded("findings")
-                ),
-                "document.querySelector('#list .finding-row.sev-error').click()",
+                "finding detail",
+                "document.querySelector('#detail .finding a') && {rule: document.querySelector('#detail .finding h3 code').textContent, \
+                 spec: document.querySelector('#detail .finding a').getAttribute('href'), \
+                 line: document.querySelector('#detail .line-detail')?.textContent.includes('⟨U+202E⟩999')}",
+                "location.hash = location.hash.replace(/findings$/, 'lines')",
             ),
             "ui-findings.png",
         ),
-        step(
-            "finding detail",
-            "document.querySelector('#detail .finding a') && {rule: document.querySelector('#detail .finding h3 code').textContent, \
-             spec: document.querySelector('#detail .finding a').getAttribute('href'), \
-             line: document.querySelector('#detail .line-detail')?.textContent.includes('999')}",
-            "location.hash = location.hash.replace(/findings$/, 'lines')",
-        ),
-        step(
-            "line row",
-            &format!(
-                "{} && document.querySelector({stray_row:?}) && document.querySelector({:?})?.textContent",
-                loaded("lines"),
-                format!("{stray_row} .c-finding")
+        shot(
+            step(
+                "line row",
+                &format!(
+                    "{} && document.querySelector({stray_row:?}) && document.querySelector({badge:?}) && \
+                     {{text: document.querySelector({badge:?}).textContent, title: document.querySelector({badge:?}).getAttribute('title')}}",
+                    loaded("lines"),
+                ),
+                "location.hash = location.hash.replace(/lines$/, 'turns')",
             ),
-            "location.hash = location.hash.replace(/lines$/, 'turns')",
+            "ui-findings-lines.png",
         ),
         step(
             "turn row",
@@ -660,10 +681,12 @@ fn a_protocol_violation_shows_its_finding_on_its_rows() {
         "https://www.jsonrpc.org/specification#response_object"
     );
     assert_eq!(detail["line"], true, "{steps:?}");
-    assert_eq!(
-        value(&steps, "line row"),
-        "⚠ rpc/unknown-response",
-        "{steps:?}"
+    let row = value(&steps, "line row");
+    assert_eq!(row["text"], "⚠ rpc/unknown-response", "{steps:?}");
+    let title = row["title"].as_str().unwrap();
+    assert!(
+        title.contains("⟨U+202E⟩999") && !title.contains('\u{202e}'),
+        "{title}"
     );
     // Both findings are in the turn: the error named, the other counted.
     assert_eq!(
@@ -671,5 +694,58 @@ fn a_protocol_violation_shows_its_finding_on_its_rows() {
         "⚠ rpc/unknown-response +1",
         "{steps:?}"
     );
+    assert_eq!(console(&steps), Vec::<String>::new(), "the page logged");
+}
+
+/// Going from tab to tab and from one session to another: each list draws its own rows (a
+/// panel empties the list), and the page logs nothing.
+#[test]
+fn switching_tabs_and_sessions_draws_each_lists_own_rows() {
+    let sb = Sandbox::new();
+    let (ca, a) = import(&sb, CLAUDE);
+    let (cb, b) = import(&sb, CODEX);
+    let ui = start(&sb);
+    let go = |c: i64, s: &str, tab: &str| format!("location.hash = '#/s/{c}/{s}/{tab}'");
+    let steps = vec![
+        step(
+            "a waterfall",
+            &format!(
+                "{} && !!document.querySelector('#list .wf-row rect')",
+                loaded("waterfall")
+            ),
+            &go(ca, &a, "latency"),
+        ),
+        step(
+            "a latency",
+            "!!document.querySelector('#lat-methods') && document.getElementById('f-count').textContent === '' && document.querySelectorAll('#list .row').length === 0",
+            &go(ca, &a, "findings"),
+        ),
+        step("a findings", &loaded("findings"), &go(ca, &a, "info")),
+        step(
+            "a info",
+            "!!document.querySelector('#caps-client')",
+            &go(cb, &b, "waterfall"),
+        ),
+        step(
+            "b waterfall",
+            &format!(
+                "{} && !!document.querySelector('#list .wf-row rect') && document.querySelectorAll('#list .row').length",
+                loaded("waterfall")
+            ),
+            &go(cb, &b, "turns"),
+        ),
+        step(
+            "b turns",
+            &format!(
+                "{} && document.querySelectorAll('#list .turn-row').length",
+                loaded("turns")
+            ),
+            "",
+        ),
+    ];
+    let steps = drive(&sb, &url(&ui, ca, &a, "waterfall"), steps, |_| {});
+    assert_eq!(value(&steps, "a latency"), true, "{steps:?}");
+    assert_eq!(value(&steps, "b waterfall"), 1, "{steps:?}");
+    assert_eq!(value(&steps, "b turns"), 1, "{steps:?}");
     assert_eq!(console(&steps), Vec::<String>::new(), "the page logged");
 }

@@ -453,7 +453,7 @@ fn recorded_markup_is_shown_as_text_and_never_runs() {
     );
     // `_<script>alert(1)</script>...`: what is left of the status is letters, digits, `_`, `-`.
     assert!(
-        call.classes[1].starts_with("wf-_scriptalert1scriptimgsrcxonerroralert1"),
+        call.classes[1].starts_with("wf-is-_scriptalert1scriptimgsrcxonerroralert1"),
         "{:?}",
         call.classes
     );
@@ -826,7 +826,7 @@ fn the_waterfall_draws_every_tool_call_and_permission_with_its_recorded_times() 
             (
                 b.start_us,
                 b.end_us,
-                b.classes[1].trim_start_matches("wf-").to_owned(),
+                b.classes[1].trim_start_matches("wf-is-").to_owned(),
             )
         })
         .collect();
@@ -868,7 +868,7 @@ fn the_waterfall_draws_every_tool_call_and_permission_with_its_recorded_times() 
             (
                 b.start_us,
                 b.end_us,
-                b.classes[1].trim_start_matches("wf-").to_owned(),
+                b.classes[1].trim_start_matches("wf-is-").to_owned(),
             )
         })
         .collect();
@@ -878,7 +878,7 @@ fn the_waterfall_draws_every_tool_call_and_permission_with_its_recorded_times() 
     assert!(
         bars.iter()
             .filter(|b| b.has("wf-permission"))
-            .all(|b| b.has("wf-user") && b.title.starts_with("permission · "))
+            .all(|b| b.has("wf-is-user") && b.title.starts_with("permission · "))
     );
 
     // Titles: lane, label, state, duration and the offset from the turn's start.
@@ -893,7 +893,7 @@ fn the_waterfall_draws_every_tool_call_and_permission_with_its_recorded_times() 
     );
     // Model time: what nothing else covered, at least 1 ms, never overlapping another span.
     for model in bars.iter().filter(|b| b.has("wf-model")) {
-        assert!(model.has("wf-thinking"));
+        assert!(model.has("wf-is-thinking"));
         assert!(model.end_us.unwrap() - model.start_us >= 1_000, "{model:?}");
     }
     // The CSS styles the classes the bars use.
@@ -903,12 +903,12 @@ fn the_waterfall_draws_every_tool_call_and_permission_with_its_recorded_times() 
         "wf-model",
         "wf-tool_call",
         "wf-permission",
-        "wf-user",
-        "wf-policy",
-        "wf-cancelled",
-        "wf-waiting",
+        "wf-is-user",
+        "wf-is-policy",
+        "wf-is-cancelled",
+        "wf-is-waiting",
         "wf-request",
-        "wf-error",
+        "wf-is-error",
         "wf-failed",
         "wf-open",
     ] {

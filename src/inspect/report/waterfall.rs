@@ -1,7 +1,7 @@
 //! The report's static picture of a turn: its spans (`query::waterfall`) as an inline SVG, one
 //! row a span (the turn's own span on top), no script.
 //!
-//! Each bar is `<rect class="wf-bar wf-LANE wf-STATE">` (plus `wf-failed`, `wf-open`) with
+//! Each bar is `<rect class="wf-bar wf-LANE wf-is-STATE">` (plus `wf-failed`, `wf-open`) with
 //! `data-start-us` and `data-end-us` (absent while open) as recorded, and a `<title>` saying
 //! what it is; the span's label is text next to it. The live inspector loads the same
 //! `report.css`, so these class names are shared: [`lane_class`], [`state_class`].
@@ -143,15 +143,12 @@ fn bar(out: &mut String, span: &Span, turn: &TurnSpans, x: f64, y: f64, width: f
     let state = state_class(&span.state);
     let _ = write!(
         out,
-        "<rect class=\"wf-bar wf-{} wf-{state}{}{}\" x=\"{x:.1}\" y=\"{y:.1}\" \
+        "<rect class=\"wf-bar wf-{} wf-is-{state}{}{}\" x=\"{x:.1}\" y=\"{y:.1}\" \
          width=\"{width:.1}\" height=\"{BAR}\" data-start-us=\"{}\"",
         lane_class(span.lane),
-        if span.failed && state != "failed" {
-            " wf-failed"
-        } else {
-            ""
-        },
-        if span.end_us.is_none() && state != "open" {
+        // The state's class is `wf-is-…`: a recorded state cannot take a lane's or a flag's.
+        if span.failed { " wf-failed" } else { "" },
+        if span.end_us.is_none() {
             " wf-open"
         } else {
             ""
@@ -191,16 +188,16 @@ fn bar(out: &mut String, span: &Span, turn: &TurnSpans, x: f64, y: f64, width: f
 pub(crate) fn legend(out: &mut String) {
     const KEYS: &[(&str, &str)] = &[
         ("wf-turn", "turn"),
-        ("wf-model wf-thinking", "model"),
-        ("wf-tool_call wf-completed", "tool call"),
+        ("wf-model wf-is-thinking", "model"),
+        ("wf-tool_call wf-is-completed", "tool call"),
         ("wf-tool_call wf-failed", "tool failed"),
-        ("wf-permission wf-user", "permission: user"),
-        ("wf-permission wf-policy", "policy"),
-        ("wf-permission wf-cancelled", "cancelled"),
-        ("wf-permission wf-waiting", "waiting"),
-        ("wf-request wf-answered", "request"),
-        ("wf-request wf-error wf-failed", "request error"),
-        ("wf-tool_call wf-pending wf-open", "never ended"),
+        ("wf-permission wf-is-user", "permission: user"),
+        ("wf-permission wf-is-policy", "policy"),
+        ("wf-permission wf-is-cancelled", "cancelled"),
+        ("wf-permission wf-is-waiting", "waiting"),
+        ("wf-request wf-is-answered", "request"),
+        ("wf-request wf-is-error wf-failed", "request error"),
+        ("wf-tool_call wf-is-pending wf-open", "never ended"),
     ];
     let width = GUTTER + WIDTH + PAD;
     let mut x = 4.0;
@@ -265,11 +262,11 @@ mod tests {
         turn(&mut out, &t);
         assert_eq!(out.matches("<rect ").count(), 3);
         assert!(out.contains(
-            "<rect class=\"wf-bar wf-tool_call wf-failed\" x=\"176.0\" y=\"18.0\" \
+            "<rect class=\"wf-bar wf-tool_call wf-is-failed wf-failed\" x=\"176.0\" y=\"18.0\" \
              width=\"2.0\" height=\"11\" data-start-us=\"1100000\" data-end-us=\"1100001\">"
         ));
         assert!(out.contains(
-            "class=\"wf-bar wf-request wf-unanswered wf-open\" x=\"976.0\" y=\"34.0\" \
+            "class=\"wf-bar wf-request wf-is-unanswered wf-open\" x=\"976.0\" y=\"34.0\" \
              width=\"100.0\" height=\"11\" data-start-us=\"1900000\"><title>"
         ));
         assert!(out.contains(

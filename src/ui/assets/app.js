@@ -12,6 +12,8 @@ function el(tag, attrs = {}, ...children) {
     if (key === "class") node.className = value;
     else if (key === "dataset") Object.assign(node.dataset, value);
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    // A tooltip is shown text too: its bidi controls are shown as the text's are.
+    else if (key === "title") node.setAttribute(key, visible(String(value)));
     else node.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children.flat()) {
@@ -84,6 +86,20 @@ class VirtualList {
     this.element.scrollTop = 0;
     $("f-count").textContent = "";
     this.load(0);
+  }
+
+  /// Shows nothing (a tab without a list is open).
+  clear() {
+    this.source = null;
+    this.element.dataset.list = "";
+    this.generation += 1;
+    this.pages.clear();
+    this.loading.clear();
+    this.total = 0;
+    this.selected = null;
+    this.space.style.height = "0px";
+    this.space.replaceChildren();
+    $("f-count").textContent = "";
   }
 
   /// Reads again what is in view (lines were recorded): the total grows, rows change state.
@@ -162,7 +178,8 @@ class VirtualList {
         rows.push(placeholder);
         continue;
       }
-      const row = this.renderRow(item);
+      // The row of the list shown, whatever tab is being opened meanwhile.
+      const row = this.renderRow(item, this.element.dataset.list);
       row.classList.add("row");
       if (index === this.selected) row.classList.add("selected");
       row.style.top = `${index * ROW_HEIGHT}px`;
@@ -178,7 +195,7 @@ class VirtualList {
     if (item === undefined) return;
     this.selected = index;
     this.render();
-    this.onSelect(item);
+    this.onSelect(item, this.element.dataset.list);
   }
 
   key(event) {
@@ -251,6 +268,9 @@ function sourceFor(tab) {
   if (tab === "findings") {
     return async (offset, limit) => {
       if (findings.base !== base) await loadFindings();
+      if (!findings.list.length && current?.base === base) {
+        $("detail").replaceChildren(el("p", { class: "hint" }, `acptap check finds nothing wrong in this session's connection${findings.silenced ? ` (${findings.silenced} finding(s) of rules your config silences)` : ""}.`));
+      }
       return { total: findings.list.length, items: findings.list.slice(offset, offset + limit) };
     };
   }
@@ -281,11 +301,10 @@ async function openSession(connection, session, tab) {
   $("split").hidden = panel;
   $("panel").hidden = !panel;
   $("session-view").dataset.tab = tab;
+  // Following the newest rows means something for the lists that grow as a session records.
+  $("follow").parentElement.hidden = panel || tab === "findings";
   if (!same) {
     sessionAxis = null;
-    // The findings mark the rows of every list; checking a long connection takes a while, so
-    // the list does not wait for them: its rows are drawn again when they arrive.
-    refreshFindings();
     $("session-head").replaceChildren();
     $("detail").replaceChildren(el("p", { class: "hint" }, "Select a row."));
     // What came before the first turn (a resume or load and the history it replayed) is shown
@@ -300,13 +319,23 @@ async function openSession(connection, session, tab) {
   }
   $("list").setAttribute("aria-busy", "true");
   await loadHead(!same);
+  // The findings mark the rows of every list. Checking a long connection takes a while (2 s for
+  // 360,000 lines), so they are read once the list's first rows are in, and the rows drawn
+  // again when they arrive.
+  const markFindings = () => {
+    if (!same) refreshFindings();
+  };
   if (panel) {
+    list.clear();
+    markFindings();
     $("panel").replaceChildren(el("p", { class: "hint" }, "loading…"));
     await (tab === "latency" ? showLatency() : showInfo()).catch((error) => $("panel").replaceChildren(el("p", { class: "bad" }, String(error.message))));
     return;
   }
-  if (tab === "waterfall" && !sessionAxis) await loadAxis();
+  // The rows are drawn without their bars until the session's axis arrives.
+  if (tab === "waterfall" && !sessionAxis) loadAxis().then(() => list.render());
   list.show(sourceFor(tab), tab);
+  list.load(0).finally(markFindings);
   if (pendingReveal !== null) {
     const index = pendingReveal;
     pendingReveal = null;
@@ -369,8 +398,8 @@ async function loadHead(first) {
   return true;
 }
 
-function renderRow(item) {
-  switch (current.tab) {
+function renderRow(item, tab) {
+  switch (tab) {
     case "waterfall":
       return waterfallRow(item);
     case "findings":
@@ -426,13 +455,13 @@ function decider(p) {
 // ---------------------------------------------------------------------------------------------
 // The detail pane.
 
-async function showDetail(item) {
+async function showDetail(item, tab) {
   const pane = $("detail");
   pane.replaceChildren(el("p", { class: "hint" }, "loading…"));
   try {
     const base = current.base;
     let body;
-    switch (current.tab) {
+    switch (tab) {
       case "turns":
         body = turnDetail(await get(`${base}/turns/${item.index}`));
         break;
@@ -725,7 +754,7 @@ function spanBar(span, axis, y, height, openUntil, origin) {
   const open = span.end_us === null || span.end_us === undefined;
   const x0 = axis.x(span.start_us);
   const x1 = axis.x(open ? Math.max(openUntil, span.start_us) : span.end_us);
-  const classes = ["wf-bar", `wf-${cssName(span.lane)}`, `wf-${cssName(span.state)}`];
+  const classes = ["wf-bar", `wf-${cssName(span.lane)}`, `wf-is-${cssName(span.state)}`];
   if (span.failed) classes.push("wf-failed");
   if (open) classes.push("wf-open");
   const attrs = { class: classes.join(" "), x: x0.toFixed(2), y, width: Math.max(x1 - x0, 1).toFixed(2), height };
@@ -767,12 +796,15 @@ function waterfallRow(item) {
 function drawAxisNote() {
   const axis = sessionAxis;
   if (!axis) return;
-  const inView = axis.idle.filter((i) => axis.x(i.end_us) > 0 && axis.x(i.start_us) < WIDTH).length;
-  $("wf-legend").textContent = `${axis.idle.length} idle stretch(es) ${$("wf-compress").checked ? "compressed" : "at their length"}${inView ? `, ${inView} in view` : ""}`;
+  const idle = axis.answer?.idle ?? axis.idle;
+  const inView = idle.filter((i) => axis.x(i.end_us) > 0 && axis.x(i.start_us) < WIDTH).length;
+  $("wf-legend").textContent = `${idle.length} idle stretch(es) ${$("wf-compress").checked ? "compressed" : "at their length"}${inView ? `, ${inView} in view` : ""}`;
 }
 
 async function loadAxis() {
-  const answer = await get(`${current.base}/waterfall`);
+  const base = current.base;
+  const answer = await get(`${base}/waterfall`);
+  if (current?.base !== base) return;
   sessionAxis = new TimeAxis(answer.start_us, answer.end_us, $("wf-compress").checked ? answer.idle : []);
   sessionAxis.answer = answer;
   drawAxisNote();
@@ -787,7 +819,9 @@ function waterfallControl(action) {
 
 /// A turn's spans, one row each, on the turn's own axis; a click on a row jumps to its row.
 function turnWaterfall(turn) {
-  const axis = new TimeAxis(turn.start_us, turn.end_us);
+  // A span recorded after the turn's answer (a late update) widens the axis rather than
+  // leaving the picture.
+  const axis = new TimeAxis(turn.start_us, Math.max(turn.end_us, ...turn.spans.map((s) => s.end_us ?? s.start_us)));
   const chart = el("div", { class: "wf-turn", tabindex: "0" });
   const draw = () => {
     const rows = turn.spans.map((span) => {
@@ -950,7 +984,8 @@ function histogram(counts) {
     counts.map((n, i) => svg("rect", { x: i * 8 + 1, y: 16 - (n / top) * 16, width: 6, height: (n / top) * 16 }, svg("title", {}, `${BOUNDS[i] ?? i}: ${n}`))));
 }
 
-const us = (value) => el("td", { class: "num", dataset: { us: value }, title: `${value} µs` }, duration(value));
+const us = (value) =>
+  value === null || value === undefined ? el("td", { class: "num" }, "–") : el("td", { class: "num", dataset: { us: value }, title: `${value} µs` }, duration(value));
 
 function latencyTable(rows, first, name) {
   return el("table", { class: "sessions latency", id: name },
@@ -1055,9 +1090,14 @@ async function loadDiff(a, b) {
   const [bc, bs] = b.split("/");
   const where = new URLSearchParams({ a_connection: ac, a_session: decodeURIComponent(as), b_connection: bc, b_session: decodeURIComponent(bs) });
   let answer;
+  $("d-summary").textContent = "comparing…";
+  const asked = location.hash;
   try {
     answer = await get(`/api/diff?${where}`);
+    // Another pair was chosen meanwhile: its answer is the one to show.
+    if (location.hash !== asked) return;
   } catch (error) {
+    if (location.hash !== asked) return;
     $("d-summary").textContent = visible(String(error.message));
     $("d-body").replaceChildren();
     return;
