@@ -231,7 +231,7 @@ pub(crate) mod tests {
 
     #[test]
     fn findings_are_placed_in_their_session_and_turn() {
-        let (_dir, reader, connection_id) = super::super::info::tests::imported(&broken_gemini());
+        let (_dir, reader, connection_id) = crate::query::testing::imported(&broken_gemini());
         let session = SessionRef {
             connection_id,
             session_id: "e6553fe2-7256-4d49-be2a-0bb86f3084ff".into(),

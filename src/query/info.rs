@@ -414,31 +414,7 @@ fn latest_mode_request(
 pub(crate) mod tests {
     use super::*;
 
-    /// A transcript (`acptap export`'s JSON lines) imported into a database of its own, as
-    /// `acptap import` does: the directory (removed when dropped), the reader, the connection.
-    pub(crate) fn imported(transcript: &str) -> (tempfile::TempDir, Reader, i64) {
-        let records = crate::record::transcript::parse(transcript).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("acptap.db");
-        let mut store = crate::record::Store::open(&path).unwrap();
-        let connection_id = crate::record::transcript::import(
-            &mut store,
-            &records,
-            crate::record::ConnectionStart {
-                label: None,
-                command: vec!["import".into()],
-                cwd: None,
-                pid: None,
-                started_at: 1_000_000_000_000,
-                replay_of: None,
-            },
-            &crate::record::redact::Redactor::default_only(),
-        )
-        .unwrap();
-        drop(store);
-        let reader = Reader::open(&path).unwrap();
-        (dir, reader, connection_id)
-    }
+    use crate::query::testing::imported;
 
     fn fixture(name: &str) -> String {
         std::fs::read_to_string(format!(

@@ -330,27 +330,7 @@ mod tests {
                 serde_json::json!({"t": t, "dir": dir, "text": line}).to_string() + "\n"
             })
             .collect();
-        let records = crate::record::transcript::parse(&text).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("acptap.db");
-        let mut store = crate::record::Store::open(&path).unwrap();
-        let connection_id = crate::record::transcript::import(
-            &mut store,
-            &records,
-            crate::record::ConnectionStart {
-                label: None,
-                command: vec!["import".into()],
-                cwd: None,
-                pid: None,
-                started_at: 1_000_000_000_000,
-                replay_of: None,
-            },
-            &crate::record::redact::Redactor::default_only(),
-        )
-        .unwrap();
-        drop(store);
-        let reader = Reader::open(&path).unwrap();
-        (dir, reader, connection_id)
+        crate::query::testing::imported(&text)
     }
 
     #[test]

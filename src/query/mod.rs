@@ -31,3 +31,35 @@ pub use rows::*;
 /// What a read of a recording gives a view: its value, or why it could not be read (no such
 /// session, an ambiguous id, the database's own error).
 pub(crate) type Result<T, E = QueryError> = std::result::Result<T, E>;
+
+/// What the read side's tests share: a database made the way `acptap import` makes one.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::Reader;
+
+    /// A transcript (`acptap export`'s JSON lines) imported into a database of its own, as
+    /// `acptap import` does: the directory (removed when dropped), the reader, the connection.
+    pub(crate) fn imported(transcript: &str) -> (tempfile::TempDir, Reader, i64) {
+        let records = crate::record::transcript::parse(transcript).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("acptap.db");
+        let mut store = crate::record::Store::open(&path).unwrap();
+        let connection_id = crate::record::transcript::import(
+            &mut store,
+            &records,
+            crate::record::ConnectionStart {
+                label: None,
+                command: vec!["import".into()],
+                cwd: None,
+                pid: None,
+                started_at: 1_000_000_000_000,
+                replay_of: None,
+            },
+            &crate::record::redact::Redactor::default_only(),
+        )
+        .unwrap();
+        drop(store);
+        let reader = Reader::open(&path).unwrap();
+        (dir, reader, connection_id)
+    }
+}

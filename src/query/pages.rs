@@ -460,7 +460,7 @@ mod tests {
                     + "\n"
             })
             .collect();
-        let (_dir, reader, connection_id) = super::super::info::tests::imported(&transcript);
+        let (_dir, reader, connection_id) = crate::query::testing::imported(&transcript);
         let all = PageRequest::new(0, None, 100, 100);
         let page = lines_page(&reader, connection_id, &LineFilter::default(), &all);
         let marked: Vec<(i64, bool)> = page.items.iter().map(|l| (l.seq, l.error)).collect();

@@ -542,7 +542,7 @@ mod tests {
     fn a_turn_holds_its_own_sessions_requests_and_no_model_time_past_its_answer() {
         use serde_json::json;
         let prompt = |id: i64, s: &str| json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {"sessionId": s, "prompt": []}});
-        let (_dir, reader, connection_id) = super::super::info::tests::imported(&transcript(&[
+        let (_dir, reader, connection_id) = crate::query::testing::imported(&transcript(&[
             (
                 0.0,
                 "c2a",

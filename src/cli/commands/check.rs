@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn the_ui_finds_what_the_command_line_prints() {
         let transcript = crate::query::findings::tests::broken_gemini();
-        let (dir, reader, connection_id) = crate::query::info::tests::imported(&transcript);
+        let (dir, reader, connection_id) = crate::query::testing::imported(&transcript);
         let file = dir.path().join("broken.jsonl");
         std::fs::write(&file, &transcript).unwrap();
         let session = query::SessionRef {
