@@ -88,8 +88,9 @@ pub(crate) struct PlacedFinding {
     pub finding: Finding,
     /// What the rule is about, in one sentence (the rule's summary, as `acptap check` lists it).
     pub summary: &'static str,
-    /// The session of the line at `seq` (`messages.session_id`); `None` for a line of the
-    /// connection itself (`initialize`, noise on stdout).
+    /// The session of the line at `seq` (`messages.session_id`, or for a response its
+    /// request's); `None` for a line of the connection (`initialize`, a response to an id
+    /// nobody sent, a line that is not JSON).
     pub session_id: Option<String>,
     /// The prompt turn of that session the line falls in, numbered from 1 as `acptap show`
     /// numbers them (the session's turns by their `session/prompt`): the turn whose request is
@@ -111,7 +112,12 @@ pub(crate) fn session_findings(
     let silenced = outcome.silence(silenced);
     let mut session_of = reader
         .conn()
-        .prepare_cached("SELECT session_id FROM messages WHERE connection_id = ?1 AND seq = ?2")?;
+        // A response names no session of its own (but for a permission's): its request's.
+        .prepare_cached(
+            "SELECT coalesce(m.session_id, q.session_id) FROM messages m
+             LEFT JOIN messages q ON q.connection_id = m.connection_id AND q.seq = m.reply_to_seq
+             WHERE m.connection_id = ?1 AND m.seq = ?2",
+        )?;
     let mut turns: HashMap<String, Vec<Turn>> = HashMap::new();
     let mut findings = Vec::with_capacity(outcome.findings.len());
     for finding in outcome.findings {
@@ -119,8 +125,9 @@ pub(crate) fn session_findings(
             .query_row(params![session.connection_id, finding.seq], |r| r.get(0))
             .optional()?
             .flatten();
-        // A line that names no session (a response to an unknown id, a line that is not
-        // JSON) is placed in the turn of the session asked for that it falls in.
+        // A line that names no session, nor does its request (a response to an unknown id, a
+        // line that is not JSON), is placed in the turn of the session asked for that it falls
+        // in.
         let id = session_id.as_ref().unwrap_or(&session.session_id);
         if !turns.contains_key(id) {
             let of = SessionRef {
@@ -264,5 +271,49 @@ pub(crate) mod tests {
                 ("acp/wrong-direction", 29, s, None),
             ]
         );
+    }
+
+    #[test]
+    fn a_response_is_placed_in_its_requests_session() {
+        use serde_json::json;
+        let line = |t: f64, dir: &str, v: serde_json::Value| {
+            json!({"t": t, "dir": dir, "text": v.to_string()}).to_string() + "\n"
+        };
+        let new = |id: i64, s: &str| {
+            line(
+                id as f64,
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": id, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}}),
+            ) + &line(
+                id as f64 + 0.1,
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": s}}),
+            )
+        };
+        let transcript = line(0.0, "c2a", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}}))
+            + &line(0.1, "a2c", json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}))
+            + &new(1, "a")
+            + &new(2, "b")
+            + &line(3.0, "c2a", json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": "a", "prompt": []}}))
+            + &line(3.1, "c2a", json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"sessionId": "b", "prompt": []}}))
+            + &line(3.2, "a2c", json!({"jsonrpc": "2.0", "id": 9, "method": "fs/read_text_file", "params": {"sessionId": "b", "path": "/p/x"}}))
+            // Both a result and an error: a finding on a line of b's, though it names no session.
+            + &line(3.3, "c2a", json!({"jsonrpc": "2.0", "id": 9, "result": {"content": ""}, "error": {"code": 1, "message": "x"}}))
+            + &line(3.4, "a2c", json!({"jsonrpc": "2.0", "id": 4, "result": {"stopReason": "end_turn"}}))
+            + &line(3.5, "a2c", json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}));
+        let (_dir, reader, connection_id) = crate::query::testing::imported(&transcript);
+        let a = SessionRef {
+            connection_id,
+            session_id: "a".into(),
+        };
+        let found = session_findings(&reader, &a, |_, _| false).unwrap();
+        let placed: Vec<_> = found
+            .findings
+            .iter()
+            .filter(|f| f.finding.rule == "rpc/result-and-error")
+            .map(|f| (f.session_id.as_deref(), f.turn))
+            .collect();
+        // b's turn 1, not a's.
+        assert_eq!(placed, [(Some("b"), Some(1))]);
     }
 }

@@ -822,7 +822,7 @@ function turnWaterfall(turn) {
   // A span recorded after the turn's answer (a late update) widens the axis rather than
   // leaving the picture.
   const axis = new TimeAxis(turn.start_us, Math.max(turn.end_us, ...turn.spans.map((s) => s.end_us ?? s.start_us)));
-  const chart = el("div", { class: "wf-turn", tabindex: "0" });
+  const chart = el("div", { class: "wf-chart", tabindex: "0" });
   const draw = () => {
     const rows = turn.spans.map((span) => {
       const track = svg("svg", { class: "waterfall wf-track", viewBox: `0 0 ${WIDTH} 14`, preserveAspectRatio: "none" },
