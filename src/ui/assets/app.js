@@ -318,7 +318,10 @@ async function openSession(connection, session, tab) {
     });
   }
   $("list").setAttribute("aria-busy", "true");
+  const mine = current;
   await loadHead(!same);
+  // Another page was opened while the head was read: it draws itself.
+  if (current !== mine) return;
   // The findings mark the rows of every list. Checking a long connection takes a while (2 s for
   // 360,000 lines), so they are read once the list's first rows are in, and the rows drawn
   // again when they arrive.
@@ -344,7 +347,10 @@ async function openSession(connection, session, tab) {
 }
 
 async function loadHead(first) {
-  const head = await get(current.base);
+  const here = current;
+  const head = await get(here.base);
+  // Another page was opened meanwhile: this answer is not its.
+  if (current !== here) return false;
   const s = head.session;
   const changed = current.lines !== head.lines || current.state !== s.state;
   current.lines = head.lines;
@@ -802,6 +808,7 @@ function drawAxisNote() {
 }
 
 async function loadAxis() {
+  if (!current) return;
   const base = current.base;
   const answer = await get(`${base}/waterfall`);
   if (current?.base !== base) return;
@@ -886,6 +893,7 @@ async function jump(target) {
     if (target.tab === "tools") where.set("tool_call_id", target.tool_call_id);
     else where.set("seq", String(target.request_seq ?? target.seq));
     index = (await get(`${current.base}/locate?${where}`)).index;
+    if (!current) return;
   }
   // The index is the unfiltered list's.
   for (const id of ["f-status", "f-kind", "f-tool-text", "f-direction", "f-method", "f-text"]) $(id).value = "";
@@ -907,6 +915,8 @@ let findingsAsked = null; // {base, at} of the read on its way, if one is
 /// Reads the findings again (not more than one read at a time, nor more often than every 2 s
 /// while a session records), then marks the rows in view.
 function refreshFindings() {
+  // The page may have left the session (the first rows arrived after a click elsewhere).
+  if (!current) return;
   const base = current.base;
   if (findingsAsked && findingsAsked.base === base && (findingsAsked.pending || Date.now() - findingsAsked.at < 2000)) return;
   findingsAsked = { base, at: Date.now(), pending: true };
@@ -1264,11 +1274,14 @@ async function changed() {
   try {
     if (current) {
       // Another session's lines change nothing here.
-      if (await loadHead(false)) {
+      // The page may leave the session while it reads: then nothing more is done here.
+      const here = current;
+      if ((await loadHead(false)) && current === here) {
         refreshFindings();
-        if (current.tab === "waterfall") await loadAxis();
-        if (current.tab === "latency") await showLatency();
-        else if (current.tab === "info") await showInfo();
+        if (here.tab === "waterfall") await loadAxis();
+        if (current !== here) return;
+        if (here.tab === "latency") await showLatency();
+        else if (here.tab === "info") await showInfo();
         else list.refresh();
       }
     } else if (!$("policy-view").hidden) {
