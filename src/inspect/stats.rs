@@ -134,11 +134,11 @@ fn render_latency_unescaped(latency: &Latency) -> String {
             one_line(&m.direction, 10),
             m.count,
             m.failed,
-            figure(m.count, m.p50_us),
-            figure(m.count, m.p99_us),
-            figure(m.count, m.max_us),
-            figure(m.count, Some(m.total_us)),
-            distribution(&m.histogram),
+            figure(m.count, m.figures.p50_us),
+            figure(m.count, m.figures.p99_us),
+            figure(m.count, m.figures.max_us),
+            figure(m.count, Some(m.figures.total_us)),
+            distribution(&m.figures.histogram),
             left_out(m.unanswered, "unanswered"),
         );
     }
@@ -167,11 +167,11 @@ fn render_latency_unescaped(latency: &Latency) -> String {
             "{kind:<width$}  {:>6}  {:>6}  {:>8}  {:>8}  {:>8}  {:>8}  {}{}",
             t.count,
             t.failed,
-            figure(t.count, t.p50_us),
-            figure(t.count, t.p99_us),
-            figure(t.count, t.max_us),
-            figure(t.count, Some(t.total_us)),
-            distribution(&t.histogram),
+            figure(t.count, t.figures.p50_us),
+            figure(t.count, t.figures.p99_us),
+            figure(t.count, t.figures.max_us),
+            figure(t.count, Some(t.figures.total_us)),
+            distribution(&t.figures.histogram),
             left_out(t.unfinished, "unfinished"),
         );
     }

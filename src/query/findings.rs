@@ -276,31 +276,48 @@ pub(crate) mod tests {
     #[test]
     fn a_response_is_placed_in_its_requests_session() {
         use serde_json::json;
-        let line = |t: f64, dir: &str, v: serde_json::Value| {
-            json!({"t": t, "dir": dir, "text": v.to_string()}).to_string() + "\n"
-        };
-        let new = |id: i64, s: &str| {
-            line(
-                id as f64,
+        let new = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}});
+        let made =
+            |id: i64, s: &str| json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": s}});
+        let transcript = crate::query::testing::transcript_in_seconds(&[
+            (
                 "c2a",
-                json!({"jsonrpc": "2.0", "id": id, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}}),
-            ) + &line(
-                id as f64 + 0.1,
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}}),
+            ),
+            (
                 "a2c",
-                json!({"jsonrpc": "2.0", "id": id, "result": {"sessionId": s}}),
-            )
-        };
-        let transcript = line(0.0, "c2a", json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}}))
-            + &line(0.1, "a2c", json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}))
-            + &new(1, "a")
-            + &new(2, "b")
-            + &line(3.0, "c2a", json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": "a", "prompt": []}}))
-            + &line(3.1, "c2a", json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"sessionId": "b", "prompt": []}}))
-            + &line(3.2, "a2c", json!({"jsonrpc": "2.0", "id": 9, "method": "fs/read_text_file", "params": {"sessionId": "b", "path": "/p/x"}}))
+                json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}),
+            ),
+            ("c2a", new(1)),
+            ("a2c", made(1, "a")),
+            ("c2a", new(2)),
+            ("a2c", made(2, "b")),
+            (
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": "a", "prompt": []}}),
+            ),
+            (
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"sessionId": "b", "prompt": []}}),
+            ),
+            (
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": 9, "method": "fs/read_text_file", "params": {"sessionId": "b", "path": "/p/x"}}),
+            ),
             // Both a result and an error: a finding on a line of b's, though it names no session.
-            + &line(3.3, "c2a", json!({"jsonrpc": "2.0", "id": 9, "result": {"content": ""}, "error": {"code": 1, "message": "x"}}))
-            + &line(3.4, "a2c", json!({"jsonrpc": "2.0", "id": 4, "result": {"stopReason": "end_turn"}}))
-            + &line(3.5, "a2c", json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}));
+            (
+                "c2a",
+                json!({"jsonrpc": "2.0", "id": 9, "result": {"content": ""}, "error": {"code": 1, "message": "x"}}),
+            ),
+            (
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": 4, "result": {"stopReason": "end_turn"}}),
+            ),
+            (
+                "a2c",
+                json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}),
+            ),
+        ]);
         let (_dir, reader, connection_id) = crate::query::testing::imported(&transcript);
         let a = SessionRef {
             connection_id,

@@ -635,17 +635,7 @@ pub(crate) mod tests {
                 "update": {"sessionUpdate": "config_option_update", "configOptions": mode_option("code")}}}),
             ),
         ];
-        let transcript = |lines: &[(&str, Value)]| -> String {
-            lines
-                .iter()
-                .enumerate()
-                .map(|(i, (dir, m))| {
-                    json!({"seq": i, "t": i as f64, "dir": dir, "text": m.to_string()}).to_string()
-                        + "\n"
-                })
-                .collect()
-        };
-        let info = info_of(&transcript(&lines));
+        let info = info_of(&crate::query::testing::transcript_in_seconds(&lines));
         assert_eq!(info.client, Some(json!({"name": "zed", "version": "1"})));
         assert_eq!(info.agent, Some(json!({"name": "agent", "version": "2"})));
         assert_eq!(
@@ -690,7 +680,9 @@ pub(crate) mod tests {
             ),
         ]);
         assert_eq!(
-            info_of(&transcript(&more)).current_mode.as_deref(),
+            info_of(&crate::query::testing::transcript_in_seconds(&more))
+                .current_mode
+                .as_deref(),
             Some("ask")
         );
     }
@@ -741,17 +733,7 @@ pub(crate) mod tests {
                            "content": {"type": "text", "text": "current_mode_update"}}}}),
             ),
         ];
-        let transcript = |lines: &[(&str, Value)]| -> String {
-            lines
-                .iter()
-                .enumerate()
-                .map(|(i, (dir, m))| {
-                    json!({"seq": i, "t": i as f64, "dir": dir, "text": m.to_string()}).to_string()
-                        + "\n"
-                })
-                .collect()
-        };
-        let info = info_of(&transcript(&lines));
+        let info = info_of(&crate::query::testing::transcript_in_seconds(&lines));
         // The first initialize answered with a result.
         assert_eq!(info.initialize_seq, Some(2));
         assert_eq!(info.client, Some(json!({"name": "again"})));
@@ -778,12 +760,14 @@ pub(crate) mod tests {
             ("a2c", json!({"jsonrpc": "2.0", "id": 3, "result": {}})),
         ]);
         assert_eq!(
-            info_of(&transcript(&more)).current_mode.as_deref(),
+            info_of(&crate::query::testing::transcript_in_seconds(&more))
+                .current_mode
+                .as_deref(),
             Some("ask")
         );
 
         // Only a failed initialize: the client's side of it.
-        let failed = info_of(&transcript(&[
+        let failed = info_of(&crate::query::testing::transcript_in_seconds(&[
             lines[0].clone(),
             lines[1].clone(),
             lines[4].clone(),

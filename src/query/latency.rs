@@ -60,14 +60,9 @@ pub struct MethodLatency {
     pub failed: i64,
     /// Requests of the session with no recorded response (not in the figures).
     pub unanswered: i64,
-    /// `None` (null) when nothing was answered or ended: no duration to rank.
-    pub p50_us: Option<i64>,
-    pub p99_us: Option<i64>,
-    pub max_us: Option<i64>,
-    /// 0 when nothing was answered or ended.
-    pub total_us: i64,
-    /// Counts per bucket of [`HISTOGRAM_BOUNDS_US`]; one more than the bounds.
-    pub histogram: Vec<i64>,
+    /// `p50_us`, `p99_us`, `max_us`, `total_us`, `histogram` in the JSON.
+    #[serde(flatten)]
+    pub figures: Figures,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -80,14 +75,9 @@ pub struct ToolLatency {
     pub failed: i64,
     /// Tool calls of that kind that never reached `completed` or `failed` (not in the figures).
     pub unfinished: i64,
-    /// `None` (null) when nothing was answered or ended: no duration to rank.
-    pub p50_us: Option<i64>,
-    pub p99_us: Option<i64>,
-    pub max_us: Option<i64>,
-    /// 0 when nothing was answered or ended.
-    pub total_us: i64,
-    /// Counts per bucket of [`HISTOGRAM_BOUNDS_US`]; one more than the bounds.
-    pub histogram: Vec<i64>,
+    /// `p50_us`, `p99_us`, `max_us`, `total_us`, `histogram` in the JSON.
+    #[serde(flatten)]
+    pub figures: Figures,
 }
 
 /// The nearest-rank `pct`th percentile of `sorted` (ascending): `sorted[ceil(pct/100 × n) - 1]`;
@@ -101,13 +91,16 @@ fn nearest_rank(sorted: &[i64], pct: usize) -> Option<i64> {
 }
 
 /// The figures of a set of durations, in any order: the one computation of both tables.
-#[derive(Debug, Clone, PartialEq)]
-struct Figures {
-    p50_us: Option<i64>,
-    p99_us: Option<i64>,
-    max_us: Option<i64>,
-    total_us: i64,
-    histogram: Vec<i64>,
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Figures {
+    /// `None` (null) when nothing was answered or ended: no duration to rank.
+    pub p50_us: Option<i64>,
+    pub p99_us: Option<i64>,
+    pub max_us: Option<i64>,
+    /// 0 when nothing was answered or ended.
+    pub total_us: i64,
+    /// Counts per bucket of [`HISTOGRAM_BOUNDS_US`]; one more than the bounds.
+    pub histogram: Vec<i64>,
 }
 
 impl Figures {
@@ -124,6 +117,16 @@ impl Figures {
             total_us: durations.iter().fold(0i64, |sum, &d| sum.saturating_add(d)),
             histogram,
         }
+    }
+
+    /// The order of the rows: the failed first, then the slowest (P99, then MAX).
+    fn slowest_first(failed: i64, figures: &Figures) -> impl Ord {
+        use std::cmp::Reverse;
+        (
+            Reverse(failed > 0),
+            Reverse(figures.p99_us),
+            Reverse(figures.max_us),
+        )
     }
 }
 
@@ -196,26 +199,20 @@ fn methods(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<Method
         .into_iter()
         .map(|((method, direction), group)| {
             let count = group.durations.len() as i64;
-            let f = Figures::of(group.durations);
+            let figures = Figures::of(group.durations);
             MethodLatency {
                 method,
                 direction,
                 count,
                 failed: group.failed,
                 unanswered: group.left_out,
-                p50_us: f.p50_us,
-                p99_us: f.p99_us,
-                max_us: f.max_us,
-                total_us: f.total_us,
-                histogram: f.histogram,
+                figures,
             }
         })
         .collect();
     methods.sort_by(|a, b| {
-        (b.failed > 0)
-            .cmp(&(a.failed > 0))
-            .then(b.p99_us.cmp(&a.p99_us))
-            .then(b.max_us.cmp(&a.max_us))
+        Figures::slowest_first(a.failed, &a.figures)
+            .cmp(&Figures::slowest_first(b.failed, &b.figures))
             .then_with(|| a.method.cmp(&b.method))
             .then_with(|| a.direction.cmp(&b.direction))
     });
@@ -243,25 +240,19 @@ fn tools(reader: &Reader, session: &SessionRef) -> rusqlite::Result<Vec<ToolLate
         .into_iter()
         .map(|(kind, group)| {
             let count = group.durations.len() as i64;
-            let f = Figures::of(group.durations);
+            let figures = Figures::of(group.durations);
             ToolLatency {
                 kind,
                 count,
                 failed: group.failed,
                 unfinished: group.left_out,
-                p50_us: f.p50_us,
-                p99_us: f.p99_us,
-                max_us: f.max_us,
-                total_us: f.total_us,
-                histogram: f.histogram,
+                figures,
             }
         })
         .collect();
     tools.sort_by(|a, b| {
-        (b.failed > 0)
-            .cmp(&(a.failed > 0))
-            .then(b.p99_us.cmp(&a.p99_us))
-            .then(b.max_us.cmp(&a.max_us))
+        Figures::slowest_first(a.failed, &a.figures)
+            .cmp(&Figures::slowest_first(b.failed, &b.figures))
             .then_with(|| a.kind.cmp(&b.kind))
     });
     Ok(tools)
@@ -324,13 +315,7 @@ mod tests {
 
     /// A transcript recorded the normal way (`record::transcript::import`), read back.
     fn recorded(lines: &[(f64, &str, &str)]) -> (tempfile::TempDir, Reader, i64) {
-        let text: String = lines
-            .iter()
-            .map(|(t, dir, line)| {
-                serde_json::json!({"t": t, "dir": dir, "text": line}).to_string() + "\n"
-            })
-            .collect();
-        crate::query::testing::imported(&text)
+        crate::query::testing::imported(&crate::query::testing::transcript(lines))
     }
 
     #[test]
@@ -445,21 +430,24 @@ mod tests {
             (read.direction.as_str(), read.count, read.failed),
             ("a2c", 1, 1)
         );
-        assert_eq!((read.p50_us, read.max_us), (Some(5_000), Some(5_000)));
-        assert_eq!(read.histogram, [0, 1, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            (read.figures.p50_us, read.figures.max_us),
+            (Some(5_000), Some(5_000))
+        );
+        assert_eq!(read.figures.histogram, [0, 1, 0, 0, 0, 0, 0]);
         let prompt = row("session/prompt");
         assert_eq!((prompt.count, prompt.failed, prompt.unanswered), (1, 0, 1));
         assert_eq!(
-            (prompt.p99_us, prompt.total_us),
+            (prompt.figures.p99_us, prompt.figures.total_us),
             (Some(3_000_000), 3_000_000)
         );
         // Only s1's session/new (its response names s1), and the connection's initialize.
         assert_eq!(
-            (row("session/new").count, row("session/new").max_us),
+            (row("session/new").count, row("session/new").figures.max_us),
             (1, Some(100_000))
         );
         assert_eq!(
-            (row("initialize").count, row("initialize").p50_us),
+            (row("initialize").count, row("initialize").figures.p50_us),
             (1, Some(2_000))
         );
         assert_eq!(
@@ -470,22 +458,26 @@ mod tests {
                     count: 1,
                     failed: 0,
                     unfinished: 0,
-                    p50_us: Some(500_000),
-                    p99_us: Some(500_000),
-                    max_us: Some(500_000),
-                    total_us: 500_000,
-                    histogram: vec![0, 0, 0, 1, 0, 0, 0],
+                    figures: Figures {
+                        p50_us: Some(500_000),
+                        p99_us: Some(500_000),
+                        max_us: Some(500_000),
+                        total_us: 500_000,
+                        histogram: vec![0, 0, 0, 1, 0, 0, 0],
+                    },
                 },
                 ToolLatency {
                     kind: "other".into(),
                     count: 0,
                     failed: 0,
                     unfinished: 1,
-                    p50_us: None,
-                    p99_us: None,
-                    max_us: None,
-                    total_us: 0,
-                    histogram: vec![0; 7],
+                    figures: Figures {
+                        p50_us: None,
+                        p99_us: None,
+                        max_us: None,
+                        total_us: 0,
+                        histogram: vec![0; 7],
+                    },
                 },
             ]
         );
@@ -503,7 +495,7 @@ mod tests {
             .find(|m| m.method == "session/prompt")
             .unwrap();
         assert_eq!(
-            (prompt.count, prompt.unanswered, prompt.max_us),
+            (prompt.count, prompt.unanswered, prompt.figures.max_us),
             (1, 0, Some(500_000))
         );
         assert!(s2.tools.is_empty());

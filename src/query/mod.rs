@@ -32,10 +32,34 @@ pub use rows::*;
 /// session, an ambiguous id, the database's own error).
 pub(crate) type Result<T, E = QueryError> = std::result::Result<T, E>;
 
-/// What the read side's tests share: a database made the way `acptap import` makes one.
+/// What the read side's tests share: a transcript written from its lines, and a database made
+/// of it the way `acptap import` makes one.
 #[cfg(test)]
 pub(crate) mod testing {
     use super::Reader;
+
+    /// A transcript (`acptap export`'s JSON lines) of `(seconds, direction, line)`.
+    pub(crate) fn transcript<T: ToString>(lines: &[(f64, &str, T)]) -> String {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, (t, dir, line))| {
+                serde_json::json!({"seq": i, "t": t, "dir": dir, "eol": true, "text": line.to_string()})
+                    .to_string()
+                    + "\n"
+            })
+            .collect()
+    }
+
+    /// A transcript of `(direction, line)`, a second apart.
+    pub(crate) fn transcript_in_seconds<T: ToString>(lines: &[(&str, T)]) -> String {
+        let timed: Vec<(f64, &str, String)> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, (dir, line))| (i as f64, *dir, line.to_string()))
+            .collect();
+        transcript(&timed)
+    }
 
     /// A transcript (`acptap export`'s JSON lines) imported into a database of its own, as
     /// `acptap import` does: the directory (removed when dropped), the reader, the connection.

@@ -452,14 +452,7 @@ mod tests {
             ),
             ("stderr", "error: something"),
         ];
-        let transcript: String = lines
-            .iter()
-            .enumerate()
-            .map(|(i, (dir, text))| {
-                serde_json::json!({"seq": i, "t": i as f64, "dir": dir, "text": text}).to_string()
-                    + "\n"
-            })
-            .collect();
+        let transcript = crate::query::testing::transcript_in_seconds(&lines);
         let (_dir, reader, connection_id) = crate::query::testing::imported(&transcript);
         let all = PageRequest::new(0, None, 100, 100);
         let page = lines_page(&reader, connection_id, &LineFilter::default(), &all);

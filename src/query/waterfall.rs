@@ -165,8 +165,7 @@ pub fn turn_spans(
     session: &SessionRef,
     range: Range<usize>,
 ) -> rusqlite::Result<Vec<TurnSpans>> {
-    // The turns asked for and the one after them (where the last one's lines end); their
-    // numbers are from `range.start`.
+    // The turns asked for and the one after them; their numbers are from `range.start`.
     let offset = range.start;
     let wanted = range.end.saturating_sub(range.start);
     let as_sql = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
@@ -176,24 +175,24 @@ pub fn turn_spans(
         as_sql(offset),
         as_sql(wanted).saturating_add(1),
     )?;
-    let (first, end) = (0, wanted.min(all.len()));
-    if first == end {
+    // The turns asked for; the one after them, if any, is where the last one's lines end.
+    let (turns, next) = all.split_at(wanted.min(all.len()));
+    let Some(first) = turns.first() else {
         return Ok(Vec::new());
-    }
-    // What the turns hold: from the first one's prompt to the turn after the last.
-    let (seq_from, time_from) = (all[first].request_seq, all[first].started_at);
-    let (seq_to, time_to) = all
-        .get(end)
+    };
+    let (seq_from, time_from) = (first.request_seq, first.started_at);
+    let (seq_to, time_to) = next
+        .first()
         .map_or((i64::MAX, i64::MAX), |t| (t.request_seq, t.started_at));
     let place_by_seq = |seq: i64| {
-        let at = all[first..end].partition_point(|t| t.request_seq <= seq);
+        let at = turns.partition_point(|t| t.request_seq <= seq);
         at.checked_sub(1)
     };
     let place_by_time = |ts: i64| {
-        let at = all[first..end].partition_point(|t| t.started_at <= ts);
+        let at = turns.partition_point(|t| t.started_at <= ts);
         at.checked_sub(1)
     };
-    let mut out: Vec<TurnSpans> = all[first..end]
+    let mut out: Vec<TurnSpans> = turns
         .iter()
         .enumerate()
         .map(|(i, t)| TurnSpans {
@@ -525,72 +524,61 @@ mod tests {
         );
     }
 
-    /// A transcript of `(seconds, direction, line)`.
-    fn transcript(lines: &[(f64, &str, serde_json::Value)]) -> String {
-        lines
-            .iter()
-            .enumerate()
-            .map(|(i, (t, dir, line))| {
-                serde_json::json!({"seq": i, "t": t, "dir": dir, "eol": true, "text": line.to_string()})
-                    .to_string()
-                    + "\n"
-            })
-            .collect()
-    }
-
     #[test]
     fn a_turn_holds_its_own_sessions_requests_and_no_model_time_past_its_answer() {
         use serde_json::json;
         let prompt = |id: i64, s: &str| json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {"sessionId": s, "prompt": []}});
-        let (_dir, reader, connection_id) = crate::query::testing::imported(&transcript(&[
-            (
-                0.0,
-                "c2a",
-                json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}}),
-            ),
-            (
-                0.01,
-                "a2c",
-                json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "a"}}),
-            ),
-            (1.0, "c2a", prompt(2, "a")),
-            (
-                1.02,
-                "a2c",
-                json!({"jsonrpc": "2.0", "id": 7, "method": "fs/read_text_file", "params": {"sessionId": "a", "path": "/p/x"}}),
-            ),
-            (
-                1.03,
-                "c2a",
-                json!({"jsonrpc": "2.0", "id": 7, "result": {"content": ""}}),
-            ),
-            (
-                1.1,
-                "a2c",
-                json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
-            ),
-            // Another session made after turn 1's answer: not turn 1's.
-            (
-                1.2,
-                "c2a",
-                json!({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}}),
-            ),
-            (
-                1.25,
-                "a2c",
-                json!({"jsonrpc": "2.0", "id": 3, "result": {"sessionId": "b"}}),
-            ),
-            (
-                1.3,
-                "a2c",
-                json!({"jsonrpc": "2.0", "id": 8, "method": "fs/read_text_file", "params": {"sessionId": "b", "path": "/p/y"}}),
-            ),
-            (
-                1.31,
-                "c2a",
-                json!({"jsonrpc": "2.0", "id": 8, "error": {"code": -32002, "message": "no"}}),
-            ),
-        ]));
+        let (_dir, reader, connection_id) = crate::query::testing::imported(
+            &crate::query::testing::transcript(&[
+                (
+                    0.0,
+                    "c2a",
+                    json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}}),
+                ),
+                (
+                    0.01,
+                    "a2c",
+                    json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "a"}}),
+                ),
+                (1.0, "c2a", prompt(2, "a")),
+                (
+                    1.02,
+                    "a2c",
+                    json!({"jsonrpc": "2.0", "id": 7, "method": "fs/read_text_file", "params": {"sessionId": "a", "path": "/p/x"}}),
+                ),
+                (
+                    1.03,
+                    "c2a",
+                    json!({"jsonrpc": "2.0", "id": 7, "result": {"content": ""}}),
+                ),
+                (
+                    1.1,
+                    "a2c",
+                    json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
+                ),
+                // Another session made after turn 1's answer: not turn 1's.
+                (
+                    1.2,
+                    "c2a",
+                    json!({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": "/p", "mcpServers": []}}),
+                ),
+                (
+                    1.25,
+                    "a2c",
+                    json!({"jsonrpc": "2.0", "id": 3, "result": {"sessionId": "b"}}),
+                ),
+                (
+                    1.3,
+                    "a2c",
+                    json!({"jsonrpc": "2.0", "id": 8, "method": "fs/read_text_file", "params": {"sessionId": "b", "path": "/p/y"}}),
+                ),
+                (
+                    1.31,
+                    "c2a",
+                    json!({"jsonrpc": "2.0", "id": 8, "error": {"code": -32002, "message": "no"}}),
+                ),
+            ]),
+        );
         let a = SessionRef {
             connection_id,
             session_id: "a".into(),

@@ -13,22 +13,33 @@ use serde_json::json;
 
 use super::api::{Paging, respond, session_ref};
 use super::{App, UiError, read};
-use crate::query::compare;
+use crate::query;
 use crate::query::pages::{self, Page, RowOf};
-use crate::query::{QueryError, SessionRef, waterfall};
+use crate::query::{Reader, SessionRef, compare, findings, info, latency, waterfall};
+
+/// The answer to a request about the session the path names (404 if there is none): what
+/// `view` reads of it.
+async fn of_session<T: serde::Serialize + Send + 'static>(
+    app: &App,
+    connection: i64,
+    session: String,
+    view: impl FnOnce(&Reader, &SessionRef) -> Result<T, UiError> + Send + 'static,
+) -> Response {
+    respond(
+        read(app, move |r| {
+            let session = session_ref(r, connection, session)?;
+            view(r, &session)
+        })
+        .await,
+    )
+}
 
 /// A session's axis: its turns' extent and its idle stretches.
 pub(super) async fn axis(
     State(app): State<Arc<App>>,
     Path((connection, session)): Path<(i64, String)>,
 ) -> Response {
-    respond(
-        read(&app, move |r| {
-            let session = session_ref(r, connection, session)?;
-            Ok(waterfall::axis(r, &session).map_err(QueryError::from)?)
-        })
-        .await,
-    )
+    of_session(&app, connection, session, |r, s| Ok(waterfall::axis(r, s)?)).await
 }
 
 /// A page of turns, each with its spans (the session's waterfall rows).
@@ -37,17 +48,14 @@ pub(super) async fn turn_rows(
     Path((connection, session)): Path<(i64, String)>,
     Query(paging): Query<Paging>,
 ) -> Response {
-    respond(
-        read(&app, move |r| {
-            let session = session_ref(r, connection, session)?;
-            let page = paging.request();
-            let axis = waterfall::axis(r, &session).map_err(QueryError::from)?;
-            let range = page.offset..page.offset.saturating_add(page.limit);
-            let items = waterfall::turn_spans(r, &session, range).map_err(QueryError::from)?;
-            Ok(Page::new(&page, axis.turns, items))
-        })
-        .await,
-    )
+    of_session(&app, connection, session, move |r, s| {
+        let page = paging.request();
+        let turns = query::session_summary_of(r, s)?.turns;
+        let range = page.offset..page.offset.saturating_add(page.limit);
+        let items = waterfall::turn_spans(r, s, range)?;
+        Ok(Page::new(&page, usize::try_from(turns).unwrap_or(0), items))
+    })
+    .await
 }
 
 /// One turn's spans.
@@ -55,19 +63,15 @@ pub(super) async fn turn(
     State(app): State<Arc<App>>,
     Path((connection, session, index)): Path<(i64, String, usize)>,
 ) -> Response {
-    respond(
-        read(&app, move |r| {
-            let session = session_ref(r, connection, session)?;
-            let at = index.checked_sub(1).ok_or_else(|| {
-                UiError::NotFound("no turn 0: turns are numbered from 1".to_owned())
-            })?;
-            waterfall::turn_spans(r, &session, at..at + 1)
-                .map_err(QueryError::from)?
-                .pop()
-                .ok_or_else(|| UiError::NotFound(format!("no turn {index}")))
-        })
-        .await,
-    )
+    of_session(&app, connection, session, move |r, s| {
+        let at = index
+            .checked_sub(1)
+            .ok_or_else(|| UiError::NotFound("no turn 0: turns are numbered from 1".to_owned()))?;
+        waterfall::turn_spans(r, s, at..at + 1)?
+            .pop()
+            .ok_or_else(|| UiError::NotFound(format!("no turn {index}")))
+    })
+    .await
 }
 
 /// Which row a click asks for: a tool call by id, a permission request or a line by seq.
@@ -84,21 +88,13 @@ pub(super) async fn locate(
     Path((connection, session)): Path<(i64, String)>,
     Query(locate): Query<Locate>,
 ) -> Response {
-    respond(
-        read(&app, move |r| {
-            let session = session_ref(r, connection, session)?;
-            let index = position(r, &session, &locate)?;
-            Ok(json!({ "index": index }))
-        })
-        .await,
-    )
+    of_session(&app, connection, session, move |r, s| {
+        Ok(json!({ "index": position(r, s, &locate)? }))
+    })
+    .await
 }
 
-fn position(
-    r: &crate::query::Reader,
-    session: &SessionRef,
-    locate: &Locate,
-) -> Result<i64, UiError> {
+fn position(r: &Reader, session: &SessionRef, locate: &Locate) -> Result<i64, UiError> {
     let row = match (locate.tab.as_str(), &locate.tool_call_id, locate.seq) {
         ("tools", Some(id), _) => RowOf::ToolCall(id.clone()),
         ("permissions", _, Some(seq)) => RowOf::Permission(seq),
@@ -110,8 +106,7 @@ fn position(
             ));
         }
     };
-    pages::position(r, session, &row)
-        .map_err(QueryError::from)?
+    pages::position(r, session, &row)?
         .ok_or_else(|| UiError::NotFound(format!("no such row in {}", locate.tab)))
 }
 
@@ -131,11 +126,11 @@ pub(super) async fn diff(State(app): State<Arc<App>>, Query(pair): Query<Pair>) 
         read(&app, move |r| {
             let a = session_ref(r, pair.a_connection, pair.a_session)?;
             let b = session_ref(r, pair.b_connection, pair.b_session)?;
-            let shape_a = compare::shape(r, &a).map_err(QueryError::from)?;
-            let shape_b = compare::shape(r, &b).map_err(QueryError::from)?;
+            let shape_a = compare::shape(r, &a)?;
+            let shape_b = compare::shape(r, &b)?;
             let report = compare::report(&shape_a, &shape_b, compare::DEFAULT_TIMING_THRESHOLD_US);
-            let latency_a = crate::query::latency::by_method(r, &a).map_err(QueryError::from)?;
-            let latency_b = crate::query::latency::by_method(r, &b).map_err(QueryError::from)?;
+            let latency_a = latency::by_method(r, &a)?;
+            let latency_b = latency::by_method(r, &b)?;
             Ok(json!({
                 "diff": report,
                 "latency": {"a": latency_a, "b": latency_b},
@@ -150,13 +145,10 @@ pub(super) async fn latency(
     State(app): State<Arc<App>>,
     Path((connection, session)): Path<(i64, String)>,
 ) -> Response {
-    respond(
-        read(&app, move |r| {
-            let session = session_ref(r, connection, session)?;
-            Ok(crate::query::latency::by_method(r, &session).map_err(QueryError::from)?)
-        })
-        .await,
-    )
+    of_session(&app, connection, session, |r, s| {
+        Ok(latency::by_method(r, s)?)
+    })
+    .await
 }
 
 /// `acptap check SESSION --json`'s findings (silenced as the config says), each placed on its
@@ -166,18 +158,12 @@ pub(super) async fn findings(
     Path((connection, session)): Path<(i64, String)>,
 ) -> Response {
     let silenced = app.silenced.clone();
-    respond(
-        read(&app, move |r| {
-            let session = session_ref(r, connection, session)?;
-            Ok(
-                crate::query::findings::session_findings(r, &session, |agent, rule| {
-                    silenced(agent, rule)
-                })
-                .map_err(QueryError::from)?,
-            )
-        })
-        .await,
-    )
+    of_session(&app, connection, session, move |r, s| {
+        Ok(findings::session_findings(r, s, |agent, rule| {
+            silenced(agent, rule)
+        })?)
+    })
+    .await
 }
 
 /// Who talked and what each side offered: client and agent, protocol versions, capabilities,
@@ -186,11 +172,8 @@ pub(super) async fn info(
     State(app): State<Arc<App>>,
     Path((connection, session)): Path<(i64, String)>,
 ) -> Response {
-    respond(
-        read(&app, move |r| {
-            let session = session_ref(r, connection, session)?;
-            Ok(crate::query::info::session_info(r, &session).map_err(QueryError::from)?)
-        })
-        .await,
-    )
+    of_session(&app, connection, session, |r, s| {
+        Ok(info::session_info(r, s)?)
+    })
+    .await
 }

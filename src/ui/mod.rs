@@ -82,6 +82,13 @@ pub(crate) enum UiError {
     Io(#[from] std::io::Error),
 }
 
+/// A failed read of the recording, as `QueryError` has it.
+impl From<rusqlite::Error> for UiError {
+    fn from(e: rusqlite::Error) -> Self {
+        UiError::Query(e.into())
+    }
+}
+
 impl UiError {
     /// The status a request that meets this error is answered with.
     fn status(&self) -> StatusCode {

@@ -253,6 +253,9 @@ function renderSessions() {
 // ---------------------------------------------------------------------------------------------
 // One session: its head, downloads, and a list per tab with a detail pane.
 
+/// The lists' filters.
+const FILTERS = ["f-status", "f-kind", "f-tool-text", "f-direction", "f-method", "f-text"];
+
 let current = null; // {connection, session, tab, base}
 const list = new VirtualList($("list"), renderRow, showDetail);
 
@@ -896,7 +899,7 @@ async function jump(target) {
     if (!current) return;
   }
   // The index is the unfiltered list's.
-  for (const id of ["f-status", "f-kind", "f-tool-text", "f-direction", "f-method", "f-text"]) $(id).value = "";
+  for (const id of FILTERS) $(id).value = "";
   $("follow").checked = false;
   pendingReveal = index;
   const hash = `#/s/${current.connection}/${encodeURIComponent(current.session)}/${target.tab}`;
@@ -1261,7 +1264,7 @@ function describe(shape) {
 
 for (const id of ["s-filter", "s-since", "s-state"]) $(id).addEventListener("input", renderSessions);
 for (const id of ["p-min", "p-agent"]) $(id).addEventListener("input", loadPolicy);
-for (const id of ["f-status", "f-kind", "f-tool-text", "f-direction", "f-method", "f-text"]) {
+for (const id of FILTERS) {
   $(id).addEventListener("input", () => current && list.show(sourceFor(current.tab), current.tab));
 }
 $("follow").addEventListener("change", () => list.refresh());
